@@ -1,0 +1,70 @@
+"""toolshim: tool calling for every LLM — native where it works, emulated where it doesn't."""
+
+from toolshim.capabilities import CapabilityStore, Fact, Registry, Source, Support
+from toolshim.dialects import Dialect, available_dialects, get_dialect
+from toolshim.engine import Engine, EngineOptions
+from toolshim.errors import (
+    ConfigError,
+    InvalidRequestError,
+    StoreError,
+    ToolCallError,
+    ToolshimError,
+    UpstreamConnectionError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
+from toolshim.types import (
+    ChatRequest,
+    Completion,
+    Message,
+    Metadata,
+    Mode,
+    StreamChunk,
+    Strategy,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
+from toolshim.upstreams import OpenAIUpstream, Upstream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CapabilityStore",
+    "ChatRequest",
+    "Completion",
+    "ConfigError",
+    "Dialect",
+    "Engine",
+    "EngineOptions",
+    "Fact",
+    "InvalidRequestError",
+    "Message",
+    "Metadata",
+    "Mode",
+    "OpenAIUpstream",
+    "Registry",
+    "Source",
+    "StoreError",
+    "StreamChunk",
+    "Strategy",
+    "Support",
+    "ToolCall",
+    "ToolCallError",
+    "ToolChoice",
+    "ToolSpec",
+    "ToolshimError",
+    "Upstream",
+    "UpstreamConnectionError",
+    "UpstreamError",
+    "UpstreamProtocolError",
+    "UpstreamStatusError",
+    "UpstreamTimeoutError",
+    "Usage",
+    "__version__",
+    "available_dialects",
+    "get_dialect",
+]

@@ -1,0 +1,1 @@
+"""The ``toolshim`` command line: thin commands that build library objects and call them."""

@@ -1,0 +1,6 @@
+"""The engine: modes, strategies, emulation, validation and re-asks."""
+
+from toolshim.engine.engine import Engine
+from toolshim.engine.options import EngineOptions
+
+__all__ = ["Engine", "EngineOptions"]

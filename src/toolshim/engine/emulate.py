@@ -1,0 +1,240 @@
+"""Emulated tool calling, non-streaming: the ``single`` and ``decision`` strategies, re-asks, rescue.
+
+``single`` sends one request whose system prompt describes the tools; the reply is a call or
+an answer. ``decision`` follows seed 001: a JSON-only decision request, then, when no tool
+is needed, a final request without tools. Both re-ask the model with a precise correction
+when a call is invalid (at most ``max_reasks`` times). Tool results and earlier calls stay in
+the history as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from toolshim.dialects.extract import ParsedReply
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.history import rewrite_history
+from toolshim.engine.turn import RESCUED_WARNING, Turn, emulated_id
+from toolshim.engine.validate import Verdict, reask_message, validate_calls
+from toolshim.errors import ToolCallError
+from toolshim.types import Choice, Completion, Message, ToolCall
+from toolshim.wire.openai import request_to_body
+
+__all__ = ["emulate", "emulation_body", "native_problems", "rescue", "tool_call_message"]
+
+_STREAM_ONLY = ("stream", "stream_options")
+
+
+def emulation_body(
+    turn: Turn, extra: Sequence[Message] = (), *, instructions: bool = True, stream: bool = False
+) -> dict[str, Any]:
+    """The upstream body for an emulated request: tools in the prompt, history as text."""
+    request = turn.request
+    tools = request.function_tools
+    text = None
+    if instructions and request.wants_tools and tools:
+        text = turn.dialect.render_tools(tools, turn.prompt_options)
+    messages = (*rewrite_history(request.messages, turn.dialect, text), *extra)
+    params = dict(request.params)
+    if not stream:
+        for key in _STREAM_ONLY:
+            params.pop(key, None)
+    if text is not None:
+        response_format = turn.dialect.response_format(tools, turn.prompt_options)
+        if response_format is not None and turn.constrained:
+            params.setdefault("response_format", dict(response_format))
+    body = request_to_body(
+        replace(request, messages=messages, stream=stream, params=params), tools=False
+    )
+    return body
+
+
+def tool_call_message(calls: Sequence[ParsedCall]) -> Message:
+    return Message(
+        "assistant",
+        None,
+        tool_calls=tuple(
+            ToolCall(emulated_id(i), c.name, c.arguments_json) for i, c in enumerate(calls)
+        ),
+    )
+
+
+def judge(turn: Turn, text: str) -> tuple[ParsedReply, Verdict]:
+    """Parse a reply and check it against the tools and the tool_choice."""
+    request = turn.request
+    parsed = turn.dialect.parse(text, request.function_tools)
+    verdict = validate_calls(
+        parsed.calls,
+        request.function_tools,
+        request.choice,
+        parallel=request.parallel_tool_calls is not False,
+        max_calls=turn.dialect.max_calls,
+    )
+    for warning in verdict.warnings:
+        turn.warn(warning)
+    return parsed, verdict
+
+
+def _with_choice(
+    completion: Completion, index: int, message: Message, finish: str | None
+) -> Completion:
+    choices = list(completion.choices)
+    choices[index] = replace(choices[index], message=message, finish_reason=finish)
+    return replace(completion, choices=tuple(choices))
+
+
+def _answer(message: Message, text: str) -> Message:
+    return Message("assistant", text, extra=message.extra)
+
+
+async def emulate(turn: Turn) -> Completion:
+    """Serve the turn by emulation (the caller decided that native tools are not used)."""
+    turn.mark_emulated()
+    if not turn.request.wants_tools:
+        return await turn.call(emulation_body(turn))
+    if turn.strategy.value == "decision":
+        return await _decision(turn)
+    return await _single(turn)
+
+
+async def _single(turn: Turn) -> Completion:
+    extra: list[Message] = []
+    while True:
+        completion = await turn.call(emulation_body(turn, extra))
+        result, problems, parsed = _settle_choices(turn, completion)
+        if not problems:
+            if parsed is not None and parsed.declined and not parsed.text.strip():
+                # The model declined without answering: ask for the answer without tools.
+                return await turn.call(emulation_body(turn, instructions=False))
+            return result
+        if turn.reasks >= turn.max_reasks:
+            return _give_up(turn, completion, problems, parsed)
+        turn.reasks += 1
+        extra += _reask(turn, completion.message.text, problems)
+
+
+def _settle_choices(
+    turn: Turn, completion: Completion
+) -> tuple[Completion, tuple[str, ...], ParsedReply | None]:
+    """Turn each choice's text into calls or an answer; return choice 0's problems."""
+    first_problems: tuple[str, ...] = ()
+    first_parsed: ParsedReply | None = None
+    for choice in completion.choices:
+        parsed, verdict = judge(turn, choice.message.text)
+        if choice.index == completion.choices[0].index:
+            first_problems, first_parsed = verdict.problems, parsed
+        if verdict.ok and verdict.calls:
+            completion = _with_choice(
+                completion,
+                _position(completion, choice),
+                tool_call_message(verdict.calls),
+                "tool_calls",
+            )
+        elif verdict.ok or choice.index != completion.choices[0].index:
+            text = parsed.text.strip() or (
+                choice.message.text.strip() if not parsed.declined else ""
+            )
+            completion = _with_choice(
+                completion,
+                _position(completion, choice),
+                _answer(choice.message, text),
+                choice.finish_reason,
+            )
+    return completion, first_problems, first_parsed
+
+
+def _position(completion: Completion, choice: Choice) -> int:
+    return next(
+        i for i, c in enumerate(completion.choices) if c is choice or c.index == choice.index
+    )
+
+
+def _reask(turn: Turn, reply: str, problems: Sequence[str]) -> list[Message]:
+    correction = reask_message(
+        problems, turn.request.function_tools, turn.dialect, turn.prompt_options
+    )
+    return [Message("assistant", reply), Message("user", correction)]
+
+
+def _give_up(
+    turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
+) -> Completion:
+    summary = "; ".join(problems)
+    if turn.request.choice.kind != "auto":
+        raise ToolCallError(
+            f"the model did not make a valid tool call after {turn.reasks} re-ask(s): {summary}",
+            problems=problems,
+            attempts=turn.reasks + 1,
+        )
+    turn.warn(
+        f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
+    )
+    raw = completion.message.text
+    text = (parsed.text.strip() if parsed else "") or raw.strip()
+    return _with_choice(completion, 0, _answer(completion.message, text), completion.finish_reason)
+
+
+async def _decision(turn: Turn) -> Completion:
+    extra: list[Message] = []
+    while True:
+        completion = await turn.call(emulation_body(turn, extra))
+        parsed, verdict = judge(turn, completion.message.text)
+        if verdict.ok and verdict.calls:
+            return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")
+        if verdict.ok:
+            # Decision "no tools" (explicit, or no call found): the final request without tools.
+            return await turn.call(emulation_body(turn, instructions=False))
+        if turn.reasks >= turn.max_reasks:
+            if turn.request.choice.kind == "auto":
+                turn.warn(
+                    f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: "
+                    + "; ".join(verdict.problems)
+                )
+                return await turn.call(emulation_body(turn, instructions=False))
+            _give_up(turn, completion, verdict.problems, parsed)
+        turn.reasks += 1
+        extra += _reask(turn, completion.message.text, verdict.problems)
+
+
+def native_calls(message: Message) -> list[ParsedCall]:
+    out = []
+    for call in message.tool_calls:
+        try:
+            arguments: Any = call.parsed_arguments()
+            problem = None
+        except ValueError:
+            arguments, problem = call.arguments, "the arguments are not valid JSON"
+        out.append(ParsedCall(call.name, arguments, call.arguments, problem))
+    return out
+
+
+def native_problems(turn: Turn, completion: Completion) -> tuple[str, ...]:
+    """What is wrong with a native reply's tool calls (names, schemas, tool_choice)."""
+    request = turn.request
+    if not request.wants_tools:
+        return ()
+    message = completion.message
+    if not message.tool_calls and request.choice.kind == "auto":
+        return ()
+    verdict = validate_calls(
+        native_calls(message),
+        request.function_tools,
+        request.choice,
+        parallel=request.parallel_tool_calls is not False,
+    )
+    return verdict.problems
+
+
+def rescue(turn: Turn, completion: Completion) -> Completion | None:
+    """A native reply whose text holds valid calls to offered tools, turned into tool calls."""
+    request = turn.request
+    message = completion.message
+    if not request.wants_tools or message.tool_calls or not message.text.strip():
+        return None
+    parsed, verdict = judge(turn, message.text)
+    if not parsed.calls or not verdict.ok:
+        return None
+    turn.warn(RESCUED_WARNING)
+    return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")

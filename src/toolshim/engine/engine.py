@@ -1,0 +1,295 @@
+"""The engine: serve an OpenAI chat-completions request natively or by emulation, per the mode.
+
+=========  ==============================================================================
+mode       behaviour (DESIGN.md, "Modes")
+=========  ==============================================================================
+off        native only; upstream errors reach the caller unchanged
+fallback   native first; emulate when the reply has no valid tool calls or tools are rejected
+force      always emulate; ``tools`` never go upstream
+auto       the registry decides; an unknown model is tried natively and learned from
+strip      tools go only to models known to support them; others get a "no tools" note
+=========  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from toolshim.capabilities.facts import Source, Support
+from toolshim.capabilities.registry import Registry
+from toolshim.capabilities.rejections import match_rejection
+from toolshim.capabilities.store import CapabilityStore
+from toolshim.dialects import get_dialect
+from toolshim.engine import streaming
+from toolshim.engine.emulate import emulate, emulation_body, native_problems, rescue
+from toolshim.engine.history import rewrite_history, strip_note
+from toolshim.engine.options import EngineOptions
+from toolshim.engine.turn import Turn
+from toolshim.errors import UpstreamError
+from toolshim.types import ChatRequest, Completion, Mode, StreamChunk
+from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.openai_http import OpenAIUpstream
+from toolshim.wire.openai import parse_request, request_to_body
+
+__all__ = ["Engine"]
+
+log = logging.getLogger("toolshim.engine")
+T = TypeVar("T")
+
+
+class Engine:
+    """Tool calling for any OpenAI-compatible upstream.
+
+    >>> engine = Engine("http://127.0.0.1:11434/v1", mode="auto")      # doctest: +SKIP
+    >>> reply = engine.complete({"model": "gemma3:1b", "messages": [...], "tools": [...]})
+    >>> reply.tool_calls, reply.meta.warnings                            # doctest: +SKIP
+
+    ``registry`` is a :class:`Registry`, a path to a SQLite store, ``":memory:"``, or None for
+    the default store (``TOOLSHIM_REGISTRY`` or the user data dir).
+    """
+
+    def __init__(
+        self,
+        upstream: Upstream | str,
+        *,
+        mode: str | Mode = Mode.AUTO,
+        strategy: str = "single",
+        dialect: str | None = None,
+        max_reasks: int = 2,
+        rescue: bool = True,
+        registry: Registry | str | os.PathLike[str] | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.upstream: Upstream = (
+            OpenAIUpstream(upstream, api_key=api_key) if isinstance(upstream, str) else upstream
+        )
+        self.options = EngineOptions.build(
+            mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks, rescue=rescue
+        )
+        if isinstance(registry, Registry):
+            self.registry = registry
+        else:
+            self.registry = Registry(CapabilityStore(registry))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Engine({self.upstream!r}, mode={self.options.mode.value!r})"
+
+    # -- public API -------------------------------------------------------------------------
+
+    async def acomplete(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Completion:
+        """Serve one request; the completion carries the ``toolshim`` metadata in ``meta``."""
+        turn = self.turn(request, headers=headers, **overrides)
+        completion = await self._serve(turn)
+        return replace(completion, usage=turn.usage or completion.usage, meta=turn.meta())
+
+    async def astream(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> AsyncIterator[StreamChunk]:
+        """Serve one request as a stream of chunks; the last chunk carries the metadata."""
+        turn = self.turn(request, headers=headers, **overrides)
+        async for chunk in streaming.serve(self, turn):
+            yield chunk
+
+    def complete(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Completion:
+        """Blocking :meth:`acomplete` (runs on the engine's own event loop thread)."""
+        return self._run(self.acomplete(request, headers=headers, **overrides))
+
+    def stream(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Iterator[StreamChunk]:
+        """Blocking :meth:`astream`."""
+        agen = self.astream(request, headers=headers, **overrides)
+        while True:
+            try:
+                yield self._run(agen.__anext__())
+            except StopAsyncIteration:
+                return
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._run(self.aclose())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop = None
+
+    # -- assembling a turn ------------------------------------------------------------------
+
+    def turn(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Turn:
+        """Validate the request and the options, and pick the dialect."""
+        if isinstance(request, Mapping) and "toolshim" in request:
+            request = dict(request)
+            per_request = request.pop("toolshim")
+            if isinstance(per_request, Mapping):
+                overrides = {**per_request, **overrides}
+        chat = parse_request(request)
+        options = self.options.override({k: v for k, v in overrides.items() if v is not None})
+        key = self.upstream.key
+        dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
+        structured = self.registry.fact(key, chat.model, "structured_output")
+        return Turn(
+            request=chat,
+            upstream=self.upstream,
+            mode=options.mode,
+            strategy=options.strategy,
+            dialect=get_dialect(dialect_name),
+            max_reasks=options.max_reasks,
+            headers=headers,
+            constrained=bool(structured and structured.support is Support.YES),
+        )
+
+    def support(self, model: str) -> Support:
+        return self.registry.native_tools(self.upstream.key, model)
+
+    def learn_rejection(self, turn: Turn, error: UpstreamError) -> bool:
+        """If ``error`` says the model cannot take tools, remember it; True when it did."""
+        rejection = match_rejection(error)
+        if rejection is None:
+            return False
+        fact = self.registry.learn(
+            self.upstream.key,
+            turn.request.model,
+            "native_tools",
+            Support.NO,
+            Source.RUNTIME_ERROR,
+            detail=f"{rejection.server}: {error.message}"[:500],
+        )
+        turn.warn(f"upstream rejected tools ({error.message})")
+        log.info(
+            "learned: %s at %s has no native tools (%s); now %s from %s",
+            turn.request.model,
+            self.upstream.key,
+            rejection.server,
+            fact.value,
+            fact.source.value,
+        )
+        return True
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def route(self, turn: Turn) -> str:
+        """Where a turn goes: ``native``, ``emulate``, ``strip``, or ``try`` (native, then learn)."""
+        request = turn.request
+        mode = turn.mode
+        if mode is Mode.OFF:
+            return "native"
+        if mode is Mode.FORCE:
+            return "emulate" if request.tools or request.has_tool_history else "native"
+        support = self.support(request.model)
+        if not request.tools:
+            if (
+                request.has_tool_history
+                and support is not Support.YES
+                and mode is not Mode.FALLBACK
+            ):
+                return "emulate" if support is Support.NO or mode is Mode.STRIP else "native"
+            return "native"
+        if mode is Mode.STRIP:
+            return "native" if support is Support.YES else "strip"
+        if support is Support.NO:
+            return "emulate"
+        return "try"
+
+    async def _serve(self, turn: Turn) -> Completion:
+        route = self.route(turn)
+        if route == "native":
+            completion = await turn.call(request_to_body(turn.request))
+            if turn.mode is not Mode.FORCE and self.options.rescue:
+                return rescue(turn, completion) or completion
+            return completion
+        if route == "emulate":
+            return await emulate(turn)
+        if route == "strip":
+            return await self._strip(turn)
+        try:
+            completion = await turn.call(request_to_body(turn.request))
+        except UpstreamError as exc:
+            if self.learn_rejection(turn, exc):
+                return await emulate(turn)
+            raise
+        return await self._after_native(turn, completion)
+
+    async def _after_native(self, turn: Turn, completion: Completion) -> Completion:
+        """A native reply in auto/fallback: keep it, rescue calls from its text, or emulate."""
+        if self.options.rescue:
+            rescued = rescue(turn, completion)
+            if rescued is not None:
+                return rescued
+        problems = native_problems(turn, completion)
+        if problems:
+            turn.warn("native reply rejected: " + "; ".join(problems))
+            return await emulate(turn)
+        if turn.mode is Mode.FALLBACK and not completion.tool_calls and turn.request.wants_tools:
+            return await emulate(turn)
+        return completion
+
+    async def _strip(self, turn: Turn) -> Completion:
+        turn.warn("tools dropped: the model has no known native tool support")
+        return await turn.call(strip_body(turn))
+
+    # -- the sync bridge --------------------------------------------------------------------
+
+    def _run(self, coro: Awaitable[T]) -> T:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="toolshim-engine", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+        return asyncio.run_coroutine_threadsafe(_await(coro), self._loop).result()
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def strip_body(turn: Turn, *, stream: bool = False) -> dict[str, Any]:
+    """Strip mode's body: no tools, history as text, and the "no tools" note."""
+    request = turn.request
+    messages = rewrite_history(request.messages, turn.dialect, strip_note())
+    params = dict(request.params)
+    if not stream:
+        params.pop("stream_options", None)
+    return request_to_body(
+        replace(request, messages=messages, stream=stream, params=params), tools=False
+    )
+
+
+__all__ += ["emulation_body", "strip_body"]

@@ -1,0 +1,89 @@
+"""Engine options: mode, strategy, dialect and limits, validated once into canonical values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from toolshim.errors import ConfigError
+from toolshim.types import Mode, Strategy
+
+__all__ = ["EngineOptions", "parse_mode", "parse_strategy"]
+
+
+def parse_mode(value: str | Mode) -> Mode:
+    try:
+        return Mode(str(value).strip().lower())
+    except ValueError:
+        raise ConfigError(
+            f"unknown mode {value!r}; choose one of: {', '.join(m.value for m in Mode)}",
+            param="mode",
+        ) from None
+
+
+def parse_strategy(value: str | Strategy) -> Strategy:
+    try:
+        return Strategy(str(value).strip().lower())
+    except ValueError:
+        raise ConfigError(
+            f"unknown strategy {value!r}; choose one of: {', '.join(s.value for s in Strategy)}",
+            param="strategy",
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the engine serves requests; per-request overrides come from :meth:`override`."""
+
+    mode: Mode = Mode.AUTO
+    strategy: Strategy = Strategy.SINGLE
+    dialect: str | None = None
+    max_reasks: int = 2
+    rescue: bool = True
+    """Turn a native reply's text that holds a valid call into a tool call (issue: rescue)."""
+
+    def __post_init__(self) -> None:
+        if self.max_reasks < 0:
+            raise ConfigError("max_reasks must be 0 or more", param="max_reasks")
+        if self.dialect is not None:
+            from toolshim.dialects import get_dialect
+
+            get_dialect(self.dialect)  # raises ConfigError for an unknown name
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        mode: str | Mode = Mode.AUTO,
+        strategy: str | Strategy = Strategy.SINGLE,
+        dialect: str | None = None,
+        max_reasks: int = 2,
+        rescue: bool = True,
+    ) -> EngineOptions:
+        return cls(parse_mode(mode), parse_strategy(strategy), dialect or None, max_reasks, rescue)
+
+    def override(self, values: Mapping[str, Any] | None) -> EngineOptions:
+        """These options with per-request ``mode``/``strategy``/``dialect``/``max_reasks`` applied."""
+        if not values:
+            return self
+        unknown = set(values) - {"mode", "strategy", "dialect", "max_reasks"}
+        if unknown:
+            raise ConfigError(
+                f"unknown toolshim option(s) {sorted(unknown)}; "
+                "known: mode, strategy, dialect, max_reasks",
+                param="toolshim",
+            )
+        changes: dict[str, Any] = {}
+        if values.get("mode") is not None:
+            changes["mode"] = parse_mode(values["mode"])
+        if values.get("strategy") is not None:
+            changes["strategy"] = parse_strategy(values["strategy"])
+        if values.get("dialect") is not None:
+            changes["dialect"] = str(values["dialect"])
+        if values.get("max_reasks") is not None:
+            try:
+                changes["max_reasks"] = int(values["max_reasks"])
+            except (TypeError, ValueError):
+                raise ConfigError("max_reasks must be an integer", param="max_reasks") from None
+        return replace(self, **changes)

@@ -1,0 +1,134 @@
+"""One request's state while the engine serves it: counters, warnings, usage, upstream calls."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, Usage
+from toolshim.upstreams.base import Upstream
+from toolshim.wire.openai import completion_from_dict
+
+__all__ = ["Turn", "describe_body", "emulated_id"]
+
+log = logging.getLogger("toolshim.engine")
+
+EMULATED_WARNING = "tool calls emulated"
+RESCUED_WARNING = "tool calls recovered from content"
+
+
+def emulated_id(index: int) -> str:
+    """``emulated_<unix_nano>_<index>``, as seed 001 names emulated calls."""
+    return f"emulated_{time.time_ns()}_{index}"
+
+
+@dataclass
+class Turn:
+    """Per-request state. ``llm_calls`` counts every request sent to the upstream."""
+
+    request: ChatRequest
+    upstream: Upstream
+    mode: Mode
+    strategy: Strategy
+    dialect: Dialect
+    max_reasks: int
+    headers: Mapping[str, str] | None = None
+    constrained: bool = False
+    """Ask the upstream for a JSON-Schema response_format that admits only valid replies."""
+    llm_calls: int = 0
+    reasks: int = 0
+    emulated: bool = False
+    warnings: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    upstream_seconds: float = 0.0
+
+    @property
+    def prompt_options(self) -> PromptOptions:
+        return PromptOptions(
+            self.request.choice,
+            parallel=self.request.parallel_tool_calls is not False,
+            decision=self.strategy is Strategy.DECISION,
+        )
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def mark_emulated(self) -> None:
+        self.emulated = True
+        self.warn(EMULATED_WARNING)
+
+    def meta(self) -> Metadata:
+        return Metadata(
+            mode=self.mode.value,
+            emulated=self.emulated,
+            dialect=self.dialect.name if self.emulated else None,
+            llm_calls=self.llm_calls,
+            reasks=self.reasks,
+            warnings=tuple(self.warnings),
+            strategy=self.strategy.value if self.emulated else None,
+        )
+
+    def add_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage = usage + self.usage if self.usage else usage
+
+    async def call(self, body: Mapping[str, Any]) -> Completion:
+        """Send a non-streaming request upstream and read the completion."""
+        self.llm_calls += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "→ upstream call %d (%s)\n%s", self.llm_calls, self.mode.value, describe_body(body)
+            )
+        started = time.perf_counter()
+        try:
+            data = await self.upstream.complete(body, headers=self.headers)
+        finally:
+            self.upstream_seconds += time.perf_counter() - started
+        completion = completion_from_dict(data)
+        self.add_usage(completion.usage)
+        if log.isEnabledFor(logging.DEBUG):
+            for choice in completion.choices:
+                log.debug(
+                    "← raw reply (finish_reason=%s, %d native tool calls):\n%s",
+                    choice.finish_reason,
+                    len(choice.message.tool_calls),
+                    choice.message.text,
+                )
+        return completion
+
+    def open_stream(self, body: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Start a streaming request upstream (counted as one LLM call)."""
+        self.llm_calls += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "→ upstream stream %d (%s)\n%s",
+                self.llm_calls,
+                self.mode.value,
+                describe_body(body),
+            )
+        return self.upstream.stream(body, headers=self.headers)
+
+
+def describe_body(body: Mapping[str, Any]) -> str:
+    """One line per message: index, role, size, tool fields and the start of the text."""
+    lines = []
+    for i, m in enumerate(body.get("messages") or ()):
+        content = m.get("content")
+        text = content if isinstance(content, str) else str(content or "")
+        preview = " ".join(text.split())[:70]
+        lines.append(
+            f"  [{i}] {m.get('role', '?'):<9} | {len(text):>6} chars | "
+            f"tool_calls:{bool(m.get('tool_calls'))!s:<5} | tool_call_id:{bool(m.get('tool_call_id'))!s:<5} | {preview}"
+        )
+    tools = body.get("tools") or []
+    extras = sorted(k for k in body if k not in ("messages", "tools", "model"))
+    lines.append(
+        f"  model={body.get('model', '')!r} tools={len(tools)} "
+        f"tool_choice={body.get('tool_choice', '-')!r} other={extras}"
+    )
+    return "\n".join(lines)

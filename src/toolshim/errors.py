@@ -1,0 +1,210 @@
+"""The one exception tree of toolshim, and how each error maps onto an OpenAI error body.
+
+::
+
+    ToolshimError
+    ├── ConfigError                  a bad mode, strategy, dialect or option (a programming error)
+    ├── InvalidRequestError          the caller's request is malformed               → 400
+    ├── UpstreamError                anything that went wrong talking to the upstream
+    │   ├── UpstreamStatusError      the upstream answered with an HTTP error        → its status
+    │   ├── UpstreamConnectionError  the upstream could not be reached               → 502
+    │   ├── UpstreamTimeoutError     the upstream did not answer in time             → 504
+    │   └── UpstreamProtocolError    the upstream answered with something unreadable → 502
+    ├── ToolCallError                the model never produced a valid tool call      → 502
+    └── StoreError                   the capability store could not be used
+
+Every error knows its HTTP status and OpenAI error ``type``/``code`` so that the proxy maps
+failures in exactly one place (:func:`error_body`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "InvalidRequestError",
+    "StoreError",
+    "ToolCallError",
+    "ToolshimError",
+    "UpstreamConnectionError",
+    "UpstreamError",
+    "UpstreamProtocolError",
+    "UpstreamStatusError",
+    "UpstreamTimeoutError",
+    "error_body",
+    "upstream_error_fields",
+]
+
+
+class ToolshimError(Exception):
+    """Base of every error toolshim raises on purpose."""
+
+    status: int = 500
+    error_type: str = "toolshim_error"
+    code: str | None = None
+    param: str | None = None
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else type(self).__name__
+
+
+class ConfigError(ToolshimError, ValueError):
+    """A mode, strategy, dialect or other option that toolshim does not know."""
+
+    status = 400
+    error_type = "invalid_request_error"
+    code = "invalid_option"
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class InvalidRequestError(ToolshimError, ValueError):
+    """The caller's chat-completions request is malformed."""
+
+    status = 400
+    error_type = "invalid_request_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.param = param
+        self.code = code
+
+
+class UpstreamError(ToolshimError):
+    """Something went wrong while talking to the upstream model server."""
+
+    status = 502
+    error_type = "upstream_error"
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class UpstreamStatusError(UpstreamError):
+    """The upstream answered with an HTTP error; its status, body and message are kept."""
+
+    error_type = "upstream_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        body: Any = None,
+        url: str | None = None,
+        upstream_type: str | None = None,
+        upstream_code: str | None = None,
+        upstream_param: str | None = None,
+    ) -> None:
+        super().__init__(message, url=url)
+        self.status = status
+        self.body = body
+        self.upstream_message = message
+        if upstream_type:
+            self.error_type = upstream_type
+        self.code = upstream_code
+        self.param = upstream_param
+
+
+class UpstreamConnectionError(UpstreamError):
+    """The upstream could not be reached (refused, DNS, reset)."""
+
+    status = 502
+    code = "upstream_unreachable"
+
+
+class UpstreamTimeoutError(UpstreamError):
+    """The upstream did not answer within the configured timeout."""
+
+    status = 504
+    code = "upstream_timeout"
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The upstream answered, but not with a readable OpenAI-compatible body."""
+
+    status = 502
+    code = "upstream_bad_response"
+
+
+class ToolCallError(ToolshimError):
+    """The model did not produce a valid tool call within the allowed re-asks."""
+
+    status = 502
+    error_type = "tool_call_error"
+    code = "tool_call_retries_exhausted"
+
+    def __init__(self, message: str, *, problems: Sequence[str] = (), attempts: int = 0) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+        self.attempts = attempts
+
+
+class StoreError(ToolshimError):
+    """The capability store could not be opened, read or written."""
+
+    error_type = "store_error"
+
+
+def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """Map any exception onto an HTTP status and an OpenAI error body.
+
+    Unknown exceptions become a 500 whose message names only the exception type, never a
+    traceback.
+    """
+    if isinstance(exc, ToolshimError):
+        return exc.status, {
+            "error": {
+                "message": exc.message,
+                "type": exc.error_type,
+                "param": exc.param,
+                "code": exc.code,
+            }
+        }
+    return 500, {
+        "error": {
+            "message": f"internal error ({type(exc).__name__}); see the toolshim log",
+            "type": "internal_error",
+            "param": None,
+            "code": None,
+        }
+    }
+
+
+def upstream_error_fields(body: Any) -> Mapping[str, Any]:
+    """Pull ``message``/``type``/``code``/``param`` out of an upstream's error body, leniently.
+
+    Handles the OpenAI shape ``{"error": {...}}``, Ollama's ``{"error": "text"}``, FastAPI's
+    ``{"detail": ...}`` and a plain ``{"message": ...}``.
+    """
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, str):
+            return {"message": err}
+        if isinstance(err, Mapping):
+            message = err.get("message") or err.get("detail") or err.get("msg")
+            if message is None and "detail" in body:
+                message = body["detail"]
+            fields: dict[str, Any] = {"message": _text(message) if message is not None else None}
+            for key in ("type", "code", "param"):
+                value = err.get(key)
+                if value is not None:
+                    fields[key] = str(value)
+            return fields
+    if isinstance(body, str) and body.strip():
+        return {"message": body.strip()[:2000]}
+    return {}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

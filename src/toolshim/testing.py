@@ -1,0 +1,261 @@
+"""Test doubles that ship with toolshim: a scripted upstream and a function-driven one.
+
+:class:`FakeUpstream` plays a model server: ``enqueue`` what it should answer (text, tool
+calls, whole completions, or an exception to raise) and read what it was sent in
+``history``. ``tools=`` sets how it treats a request that carries ``tools``:
+
+* ``"native"`` – answers from the queue (tool calls included): a model with tool support;
+* ``"reject"`` – raises the upstream's "does not support tools" error without consuming a
+  reply (``rejection=`` picks whose wording: ollama, llama-server, vllm, openrouter);
+* ``"ignore"`` – answers from the queue, never with native tool calls.
+
+:class:`FunctionUpstream` answers with a function of the request body instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolshim.errors import UpstreamError, UpstreamStatusError
+from toolshim.upstreams.openai_http import completion_as_chunks
+
+__all__ = [
+    "REJECTION_MESSAGES",
+    "FakeUpstream",
+    "FunctionUpstream",
+    "Reply",
+    "call",
+    "rejection_error",
+]
+
+REJECTION_MESSAGES: dict[str, tuple[int, str]] = {
+    "ollama": (400, "registry.ollama.ai/library/{model} does not support tools"),
+    "llama-server": (500, "tools param requires --jinja flag"),
+    "vllm": (
+        400,
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+    ),
+    "openrouter": (
+        404,
+        "No endpoints found that support tool use. To learn more about "
+        "provider routing, visit: https://openrouter.ai/docs/provider-routing",
+    ),
+}
+
+
+def rejection_error(kind: str = "ollama", model: str = "fake-model") -> UpstreamStatusError:
+    """The error a real server of ``kind`` raises for a request with tools it cannot take."""
+    status, text = REJECTION_MESSAGES[kind]
+    message = text.format(model=model)
+    return UpstreamStatusError(message, status=status, body={"error": {"message": message}})
+
+
+def call(
+    name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+) -> dict[str, Any]:
+    """A native tool call in OpenAI shape, for :class:`Reply`."""
+    return {
+        "id": id or f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments or {})},
+    }
+
+
+@dataclass
+class Reply:
+    """A scripted answer: text and/or native tool calls."""
+
+    content: str | None = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+
+    def completion(self, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        finish = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+        prompt = 10
+        completion_tokens = max(1, len(self.content or "") // 4)
+        return {
+            "id": f"chatcmpl-fake-{uuid.uuid4().hex[:8]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": self.usage
+            or {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt + completion_tokens,
+            },
+        }
+
+
+ScriptItem = str | Reply | Mapping[str, Any] | BaseException
+
+
+def _as_completion(item: ScriptItem, model: str) -> dict[str, Any]:
+    if isinstance(item, BaseException):
+        raise item
+    if isinstance(item, str):
+        return Reply(item).completion(model)
+    if isinstance(item, Reply):
+        return item.completion(model)
+    return dict(item)
+
+
+def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict[str, Any]]:
+    """A completion as stream chunks, its text cut into ``piece``-character deltas."""
+    chunks = completion_as_chunks(completion)
+    out: list[dict[str, Any]] = []
+    for chunk in chunks:
+        choices = chunk.get("choices") or []
+        delta = choices[0]["delta"] if choices else {}
+        text = delta.get("content")
+        if not isinstance(text, str) or len(text) <= piece:
+            out.append(chunk)
+            continue
+        finish = choices[0].get("finish_reason")
+        pieces = [text[i : i + piece] for i in range(0, len(text), piece)]
+        for j, part in enumerate(pieces):
+            d: dict[str, Any] = {"content": part}
+            if j == 0:
+                d["role"] = delta.get("role", "assistant")
+            if j == len(pieces) - 1 and delta.get("tool_calls"):
+                d["tool_calls"] = delta["tool_calls"]
+            out.append(
+                {
+                    **chunk,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": d,
+                            "finish_reason": finish if j == len(pieces) - 1 else None,
+                        }
+                    ],
+                }
+            )
+    return out
+
+
+class FakeUpstream:
+    """A scripted model server (see the module docstring)."""
+
+    def __init__(
+        self,
+        replies: Iterable[ScriptItem] = (),
+        *,
+        tools: Literal["native", "reject", "ignore"] = "native",
+        rejection: str = "ollama",
+        key: str = "fake://upstream",
+        models: Iterable[str] = ("fake-model",),
+        piece: int = 7,
+    ) -> None:
+        self.queue: list[ScriptItem] = list(replies)
+        self.tools = tools
+        self.rejection = rejection
+        self._key = key
+        self.models = list(models)
+        self.piece = piece
+        self.history: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.closed = False
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    def enqueue(self, *replies: ScriptItem) -> FakeUpstream:
+        self.queue.extend(replies)
+        return self
+
+    @property
+    def calls(self) -> int:
+        """How many chat requests were sent (rejected ones included)."""
+        return len(self.history)
+
+    def _answer(self, body: Mapping[str, Any], headers: Mapping[str, str] | None) -> dict[str, Any]:
+        self.history.append(json.loads(json.dumps(body)))
+        self.headers.append(dict(headers or {}))
+        model = str(body.get("model") or self.models[0])
+        if body.get("tools") and self.tools == "reject":
+            raise rejection_error(self.rejection, model)
+        if not self.queue:
+            raise UpstreamError(f"FakeUpstream has no reply left for request #{len(self.history)}")
+        completion = _as_completion(self.queue.pop(0), model)
+        if self.tools == "ignore" or not body.get("tools"):
+            for choice in completion.get("choices", []):
+                message = choice.get("message") or {}
+                if message.get("tool_calls"):
+                    raise AssertionError(
+                        "FakeUpstream was scripted to return native tool calls for a request "
+                        "without tools (or with tools='ignore')"
+                    )
+        return completion
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        return self._answer(body, headers)
+
+    async def stream(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        completion = self._answer(body, headers)
+        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+        for chunk in stream_chunks(completion, piece=self.piece):
+            if "usage" in chunk and not chunk.get("choices") and not usage_wanted:
+                continue
+            yield chunk
+
+    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in self.models],
+        }
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+Handler = Callable[[dict[str, Any]], ScriptItem | Awaitable[ScriptItem]]
+
+
+class FunctionUpstream(FakeUpstream):
+    """An upstream whose answer is ``handler(body)`` (sync or async), e.g. to echo the prompt."""
+
+    def __init__(self, handler: Handler, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.handler = handler
+
+    async def _produce(
+        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        self.history.append(json.loads(json.dumps(body)))
+        self.headers.append(dict(headers or {}))
+        model = str(body.get("model") or self.models[0])
+        if body.get("tools") and self.tools == "reject":
+            raise rejection_error(self.rejection, model)
+        result = self.handler(json.loads(json.dumps(body)))
+        if inspect.isawaitable(result):
+            result = await result
+        return _as_completion(result, model)
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        return await self._produce(body, headers)
+
+    async def stream(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        completion = await self._produce(body, headers)
+        for chunk in stream_chunks(completion, piece=self.piece):
+            yield chunk

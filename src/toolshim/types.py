@@ -1,0 +1,309 @@
+"""Core types: the canonical, immutable shapes that flow between wire, engine, dialects and upstreams."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "EMPTY",
+    "ChatRequest",
+    "Choice",
+    "Completion",
+    "Message",
+    "Metadata",
+    "Mode",
+    "Strategy",
+    "StreamChunk",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolChoice",
+    "ToolSpec",
+    "Usage",
+]
+
+
+class _Empty(Mapping[str, Any]):
+    """An immutable, hashable empty mapping: the default of every ``extra`` field."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+EMPTY: Mapping[str, Any] = _Empty()
+"""A shared empty mapping for ``extra`` fields."""
+
+
+class Mode(StrEnum):
+    """How a request that carries ``tools`` is served (DESIGN.md, "Modes")."""
+
+    OFF = "off"
+    FALLBACK = "fallback"
+    FORCE = "force"
+    AUTO = "auto"
+    STRIP = "strip"
+
+
+class Strategy(StrEnum):
+    """How emulation asks the model: one combined request, or seed 001's decision request."""
+
+    SINGLE = "single"
+    DECISION = "decision"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool the caller offers. ``raw`` is the caller's tool object, sent as is when native."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    type: str = "function"
+    raw: Mapping[str, Any] | None = None
+
+    @property
+    def is_function(self) -> bool:
+        return self.type == "function"
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool as an OpenAI ``tools[]`` entry (the caller's own object where there is one)."""
+        if self.raw is not None:
+            return dict(self.raw)
+        function: dict[str, Any] = {"name": self.name, "parameters": dict(self.parameters)}
+        if self.description:
+            function["description"] = self.description
+        return {"type": self.type, "function": function}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call to a tool, as OpenAI returns it: ``arguments`` is JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    type: str = "function"
+    extra: Mapping[str, Any] = EMPTY
+
+    @classmethod
+    def from_arguments(cls, id: str, name: str, arguments: Mapping[str, Any]) -> ToolCall:
+        return cls(id=id, name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded from JSON; raises ``ValueError`` if they are not JSON."""
+        return json.loads(self.arguments) if self.arguments.strip() else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message. ``content`` is text, a tuple of content parts, or None."""
+
+    role: str
+    content: str | tuple[Mapping[str, Any], ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    extra: Mapping[str, Any] = EMPTY
+
+    @property
+    def text(self) -> str:
+        """The text of the message: content parts of type ``text`` joined by newlines."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(
+            str(part.get("text", "")) for part in self.content if part.get("type") == "text"
+        )
+
+    def with_text(self, text: str) -> Message:
+        """A copy whose text is ``text``; non-text content parts (images) are kept after it."""
+        if isinstance(self.content, tuple):
+            others = tuple(p for p in self.content if p.get("type") != "text")
+            if others:
+                return replace(self, content=({"type": "text", "text": text}, *others))
+        return replace(self, content=text)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """``tool_choice`` resolved once into a canonical form."""
+
+    kind: Literal["auto", "none", "required", "function"] = "auto"
+    name: str | None = None
+
+    AUTO: ClassVar[ToolChoice]
+    NONE: ClassVar[ToolChoice]
+    REQUIRED: ClassVar[ToolChoice]
+
+    @classmethod
+    def function(cls, name: str) -> ToolChoice:
+        return cls("function", name)
+
+    def describe(self) -> str:
+        return f"function {self.name!r}" if self.kind == "function" else repr(self.kind)
+
+
+ToolChoice.AUTO = ToolChoice("auto")
+ToolChoice.NONE = ToolChoice("none")
+ToolChoice.REQUIRED = ToolChoice("required")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A chat-completions request. ``params`` holds every other field, passed through untouched.
+
+    ``tool_choice`` is None when the caller did not send one (which means ``auto``).
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+    tool_choice_raw: Any = None
+    parallel_tool_calls: bool | None = None
+    stream: bool = False
+    params: Mapping[str, Any] = EMPTY
+
+    @property
+    def choice(self) -> ToolChoice:
+        return self.tool_choice or ToolChoice.AUTO
+
+    @property
+    def function_tools(self) -> tuple[ToolSpec, ...]:
+        return tuple(t for t in self.tools if t.is_function)
+
+    @property
+    def wants_tools(self) -> bool:
+        """True when the request offers tools the model may call (tools given, choice not none)."""
+        return bool(self.tools) and self.choice.kind != "none"
+
+    @property
+    def has_tool_history(self) -> bool:
+        return any(m.role == "tool" or m.tool_calls for m in self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    extra: Mapping[str, Any] = EMPTY
+
+    def __add__(self, other: Usage | None) -> Usage:
+        if other is None:
+            return self
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.extra or other.extra,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """The ``toolshim`` object every response carries (DESIGN.md, "Metadata")."""
+
+    mode: str
+    emulated: bool = False
+    dialect: str | None = None
+    llm_calls: int = 0
+    reasks: int = 0
+    warnings: tuple[str, ...] = ()
+    strategy: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "emulated": self.emulated,
+            "dialect": self.dialect,
+            "strategy": self.strategy,
+            "llm_calls": self.llm_calls,
+            "reasks": self.reasks,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    index: int
+    message: Message
+    finish_reason: str | None = "stop"
+    extra: Mapping[str, Any] = EMPTY
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A ``chat.completion``; ``meta`` becomes the top-level ``toolshim`` object."""
+
+    id: str
+    model: str
+    created: int
+    choices: tuple[Choice, ...]
+    usage: Usage | None = None
+    extra: Mapping[str, Any] = EMPTY
+    meta: Metadata | None = None
+
+    @property
+    def message(self) -> Message:
+        return self.choices[0].message
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return self.choices[0].message.tool_calls if self.choices else ()
+
+    @property
+    def text(self) -> str:
+        return self.choices[0].message.text if self.choices else ""
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.choices[0].finish_reason if self.choices else None
+
+    def to_openai(self) -> dict[str, Any]:
+        """This completion as the OpenAI JSON object (with the ``toolshim`` key when set)."""
+        from toolshim.wire.openai import completion_to_dict
+
+        return completion_to_dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call: id, type and name come first, then arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """One streamed event. ``raw`` is a native upstream chunk passed through as it came."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCallDelta, ...] = ()
+    role: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    meta: Metadata | None = None
+    raw: Mapping[str, Any] | None = None
+    choice_index: int = 0

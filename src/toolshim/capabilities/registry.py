@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +40,12 @@ class Registry:
         self._memory: dict[tuple[str, str], dict[str, Fact]] = {}
         self._cache: dict[tuple[str, str], tuple[float, dict[str, Fact]]] = {}
         self._cache_seconds = cache_seconds
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> Registry:
+        """The registry toolshim uses by default: the SQLite store at ``path`` (None: the
+        default location) over the shipped model profiles."""
+        return cls(CapabilityStore(path))
 
     def facts(self, upstream: str, model: str) -> dict[str, Fact]:
         """Every effective fact about ``model``: stored facts merged over the profile's."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import typer
@@ -22,7 +23,7 @@ app = typer.Typer(
 )
 
 # Each module defines register(app). Order is the order of `toolshim --help`.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["serve", "chat", "run", "models", "eval"]
 
 
 def _version(value: bool) -> None:
@@ -41,7 +42,8 @@ def _root(
 
 
 for _name in COMMAND_MODULES:
-    importlib.import_module(f"toolshim.cli.{_name}").register(app)
+    if importlib.util.find_spec(f"toolshim.cli.{_name}") is not None:
+        importlib.import_module(f"toolshim.cli.{_name}").register(app)
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
-from toolshim.capabilities.store import CapabilityStore
 from toolshim.dialects import get_dialect
 from toolshim.engine import streaming
 from toolshim.engine.emulate import emulate, emulation_body, native_problems, rescue
@@ -75,7 +74,7 @@ class Engine:
         if isinstance(registry, Registry):
             self.registry = registry
         else:
-            self.registry = Registry(CapabilityStore(registry))
+            self.registry = Registry.open(registry)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
 

@@ -11,7 +11,8 @@
     │   ├── UpstreamTimeoutError     the upstream did not answer in time             → 504
     │   └── UpstreamProtocolError    the upstream answered with something unreadable → 502
     ├── ToolCallError                the model never produced a valid tool call      → 502
-    └── StoreError                   the capability store could not be used
+    ├── StoreError                   the capability store could not be used
+    └── LocalModelError              the embedded local model cannot be set up or started
 
 Every error knows its HTTP status and OpenAI error ``type``/``code`` so that the proxy maps
 failures in exactly one place (:func:`error_body`).
@@ -25,6 +26,7 @@ from typing import Any
 __all__ = [
     "ConfigError",
     "InvalidRequestError",
+    "LocalModelError",
     "StoreError",
     "ToolCallError",
     "ToolshimError",
@@ -150,6 +152,13 @@ class StoreError(ToolshimError):
     """The capability store could not be opened, read or written."""
 
     error_type = "store_error"
+
+
+class LocalModelError(ToolshimError):
+    """The embedded model could not be assembled, found or started (the message says how to fix it)."""
+
+    status = 503
+    error_type = "local_model_error"
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:

@@ -213,10 +213,12 @@ def native_calls(message: Message) -> list[ParsedCall]:
 def native_problems(turn: Turn, completion: Completion) -> tuple[str, ...]:
     """What is wrong with a native reply's tool calls (names, schemas, tool_choice)."""
     request = turn.request
-    if not request.wants_tools:
-        return ()
     message = completion.message
-    if not message.tool_calls and request.choice.kind == "auto":
+    if request.choice.kind == "none":
+        if message.tool_calls:
+            return ("the model called tools although tool_choice is 'none'",)
+        return ()
+    if not request.wants_tools or (not message.tool_calls and request.choice.kind == "auto"):
         return ()
     verdict = validate_calls(
         native_calls(message),

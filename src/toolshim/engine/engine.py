@@ -76,10 +76,17 @@ class Engine:
         else:
             self.registry = Registry.open(registry)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Engine({self.upstream!r}, mode={self.options.mode.value!r})"
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -136,10 +143,16 @@ class Engine:
         await self.upstream.aclose()
 
     def close(self) -> None:
-        if self._loop is not None:
-            self._run(self.aclose())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop = None
+        """Close the upstream and stop the sync bridge's event loop (if it was started)."""
+        if self._loop is None:
+            return
+        self._run(self.aclose())
+        loop, thread = self._loop, self._thread
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join()
+        loop.close()
+        self._loop = self._thread = None
 
     # -- assembling a turn ------------------------------------------------------------------
 
@@ -271,7 +284,7 @@ class Engine:
                     target=loop.run_forever, name="toolshim-engine", daemon=True
                 )
                 thread.start()
-                self._loop = loop
+                self._loop, self._thread = loop, thread
         return asyncio.run_coroutine_threadsafe(_await(coro), self._loop).result()
 
 

@@ -1,0 +1,172 @@
+"""Streaming through the engine gives the same answers, with the same upstream calls, as not."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.engine.helpers import Scripted, request
+from tests.engine.test_modes import AUTO_TABLE, FORCED_TABLE
+from toolshim.engine import Engine
+from toolshim.errors import ToolCallError, UpstreamStatusError
+from toolshim.testing import FakeUpstream, Reply, call
+from toolshim.types import Metadata, StreamChunk
+from toolshim.wire.openai import chunk_to_dict
+
+
+@dataclass
+class Assembled:
+    content: str = ""
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str | None = None
+    meta: Metadata | None = None
+    usage: Any = None
+    chunks: int = 0
+
+
+async def collect(engine: Engine, body: dict[str, Any]) -> Assembled:
+    out = Assembled()
+    chunks: list[StreamChunk] = [c async for c in engine.astream(body)]
+    for i, chunk in enumerate(chunks):
+        wire = chunk_to_dict(chunk, id="x", model="m", created=0)
+        out.chunks += 1
+        if chunk.meta is not None:
+            assert i == len(chunks) - 1, "metadata must ride on the last chunk only"
+            out.meta = chunk.meta
+        if wire.get("usage"):
+            out.usage = wire["usage"]
+        for choice in wire.get("choices") or []:
+            delta = choice["delta"]
+            out.content += delta.get("content") or ""
+            for d in delta.get("tool_calls") or []:
+                entry = out.calls.get(d["index"])
+                if entry is None:
+                    assert d.get("id") and d["function"].get("name"), "id and name come first"
+                    assert d["type"] == "function"
+                    entry = out.calls[d["index"]] = {"id": d["id"], "name": "", "arguments": ""}
+                entry["name"] += d["function"].get("name") or ""
+                entry["arguments"] += d["function"].get("arguments") or ""
+            out.finish = choice.get("finish_reason") or out.finish
+    assert out.meta is not None, "the last chunk carries the toolshim metadata"
+    return out
+
+
+def stream_outcome(result: Assembled) -> str:
+    if result.calls:
+        assert result.finish == "tool_calls"
+        assert [c["name"] for c in result.calls.values()] == ["get_weather"]
+        assert json.loads(result.calls[0]["arguments"]) == {"city": "Paris"}
+        return "call"
+    assert result.content.strip()
+    return "text"
+
+
+@pytest.mark.parametrize("strategy", ["single", "decision"])
+@pytest.mark.parametrize(("mode", "kind", "needed"), sorted(AUTO_TABLE))
+async def test_streamed_table_matches(mode: str, kind: str, needed: bool, strategy: str) -> None:
+    single, decision, expected = AUTO_TABLE[(mode, kind, needed)]
+    scripted = Scripted(kind, needed, decision=strategy == "decision")
+    upstream = scripted.upstream()
+    engine = Engine(upstream, mode=mode, strategy=strategy, registry=":memory:")
+    if expected == "error":
+        with pytest.raises(UpstreamStatusError):
+            await collect(engine, request(stream=True))
+        return
+    result = await collect(engine, request(stream=True))
+    assert stream_outcome(result) == expected
+    calls = single if strategy == "single" else decision
+    assert upstream.calls == calls
+    assert result.meta is not None and result.meta.llm_calls == calls
+    assert result.meta.emulated == ("tool calls emulated" in result.meta.warnings)
+
+
+@pytest.mark.parametrize(("mode", "kind"), sorted(FORCED_TABLE))
+async def test_streamed_required_choice(mode: str, kind: str) -> None:
+    calls, expected = FORCED_TABLE[(mode, kind)]
+    upstream = Scripted(kind, needed=False).upstream()
+    engine = Engine(upstream, mode=mode, registry=":memory:")
+    result = await collect(engine, request(stream=True, tool_choice="required"))
+    assert stream_outcome(result) == expected
+    assert upstream.calls == calls
+
+
+async def test_text_streams_before_the_reply_ends() -> None:
+    upstream = FakeUpstream(tools="reject", piece=4).enqueue(
+        "The weather is fine, no tool needed here."
+    )
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    deltas = [
+        c.content for c in [c async for c in engine.astream(request(stream=True))] if c.content
+    ]
+    assert len(deltas) > 5, "prose is streamed in pieces, not held to the end"
+    assert "".join(deltas) == "The weather is fine, no tool needed here."
+
+
+async def test_a_call_after_prose_streams_the_prose_then_the_call() -> None:
+    reply = 'Let me look that up. {"name": "get_weather", "arguments": {"city": "Paris"}}'
+    upstream = FakeUpstream(piece=3).enqueue(reply)
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True))
+    assert result.content == "Let me look that up. "
+    assert stream_outcome(result) == "call"
+    assert result.calls[0]["id"].startswith("emulated_")
+
+
+async def test_usage_chunk_when_asked() -> None:
+    upstream = FakeUpstream().enqueue(
+        '{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}'
+    )
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True, stream_options={"include_usage": True}))
+    assert result.usage is not None and result.usage["total_tokens"] > 0
+    assert upstream.history[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_no_usage_chunk_unless_asked() -> None:
+    upstream = FakeUpstream().enqueue("Hello there.")
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True))
+    assert result.usage is None
+
+
+async def test_streamed_reask_then_call() -> None:
+    upstream = FakeUpstream().enqueue(
+        '{"name": "get_location", "arguments": {}}',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    )
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True))
+    assert stream_outcome(result) == "call"
+    assert result.meta is not None and result.meta.reasks == 1
+    correction = upstream.history[1]["messages"][-1]["content"]
+    assert "get_location" in correction and "get_weather" in correction
+
+
+async def test_streamed_required_choice_gives_up_with_an_error() -> None:
+    upstream = FakeUpstream().enqueue("no", "still no", "never")
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    with pytest.raises(ToolCallError):
+        await collect(engine, request(stream=True, tool_choice="required"))
+    assert upstream.calls == 3
+
+
+async def test_native_stream_passes_through_untouched_without_tools() -> None:
+    upstream = FakeUpstream().enqueue("plain answer")
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    chunks = [c async for c in engine.astream(body)]
+    assert all(c.raw is not None for c in chunks)
+
+
+async def test_native_tool_call_deltas_are_relayed() -> None:
+    upstream = FakeUpstream().enqueue(
+        Reply(None, [call("get_weather", {"city": "Paris"}, id="call_1")])
+    )
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    result = await collect(engine, request(stream=True))
+    assert result.calls[0]["id"] == "call_1"
+    assert stream_outcome(result) == "call"
+    assert result.meta is not None and not result.meta.emulated

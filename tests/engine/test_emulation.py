@@ -274,3 +274,26 @@ async def test_completion_to_openai_has_the_metadata() -> None:
     }
     assert data["choices"][0]["message"]["content"] is None
     assert data["choices"][0]["finish_reason"] == "tool_calls"
+
+
+async def test_a_call_cut_off_by_max_tokens_is_not_reasked() -> None:
+    cut = Reply('{"tool_calls": [{"name": "get_weather", "arguments": {"ci', finish_reason="length")
+    engine, upstream = force(cut)
+    completion = await engine.acomplete(request(max_tokens=12, tool_choice="required"))
+    assert upstream.calls == 1
+    assert completion.finish_reason == "length"
+    assert completion.message.tool_calls == ()
+    assert completion.meta is not None
+    assert any("cut off by max_tokens" in w for w in completion.meta.warnings)
+
+
+async def test_a_cut_off_call_that_repairs_cleanly_is_returned() -> None:
+    cut = Reply(
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"',
+        finish_reason="length",
+    )
+    engine, upstream = force(cut)
+    completion = await engine.acomplete(request(max_tokens=20))
+    assert upstream.calls == 1
+    assert completion.message.tool_calls[0].name == "get_weather"
+    assert json.loads(completion.message.tool_calls[0].arguments) == {"city": "Paris"}

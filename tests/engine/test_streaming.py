@@ -170,3 +170,15 @@ async def test_native_tool_call_deltas_are_relayed() -> None:
     assert result.calls[0]["id"] == "call_1"
     assert stream_outcome(result) == "call"
     assert result.meta is not None and not result.meta.emulated
+
+
+async def test_streamed_cut_off_call_ends_with_length() -> None:
+    cut = Reply('{"tool_calls": [{"name": "get_weather", "arguments": {"ci', finish_reason="length")
+    upstream = FakeUpstream([cut])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True, tool_choice="required", max_tokens=12))
+    assert upstream.calls == 1
+    assert result.finish == "length"
+    assert not result.calls
+    assert result.meta is not None
+    assert any("cut off by max_tokens" in w for w in result.meta.warnings)

@@ -22,7 +22,14 @@ from toolshim.errors import ToolCallError
 from toolshim.types import Choice, Completion, Message, ToolCall
 from toolshim.wire.openai import request_to_body
 
-__all__ = ["emulate", "emulation_body", "native_problems", "rescue", "tool_call_message"]
+__all__ = [
+    "cut_off",
+    "emulate",
+    "emulation_body",
+    "native_problems",
+    "rescue",
+    "tool_call_message",
+]
 
 _STREAM_ONLY = ("stream", "stream_options")
 
@@ -109,6 +116,8 @@ async def _single(turn: Turn) -> Completion:
                 # The model declined without answering: ask for the answer without tools.
                 return await turn.call(emulation_body(turn, instructions=False))
             return result
+        if completion.finish_reason == "length":
+            return cut_off(turn, completion, problems, parsed)
         if turn.reasks >= turn.max_reasks:
             return _give_up(turn, completion, problems, parsed)
         turn.reasks += 1
@@ -158,6 +167,19 @@ def _reask(turn: Turn, reply: str, problems: Sequence[str]) -> list[Message]:
     return [Message("assistant", reply), Message("user", correction)]
 
 
+def cut_off(
+    turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
+) -> Completion:
+    """The reply hit ``max_tokens`` before its call was complete: re-asking under the same
+    limit would only cut again, so the text comes back with ``finish_reason: "length"``."""
+    turn.warn(
+        "the reply was cut off by max_tokens before a valid tool call was complete: "
+        + "; ".join(problems)
+    )
+    text = (parsed.text.strip() if parsed else "") or completion.message.text.strip()
+    return _with_choice(completion, 0, _answer(completion.message, text), "length")
+
+
 def _give_up(
     turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
 ) -> Completion:
@@ -186,6 +208,8 @@ async def _decision(turn: Turn) -> Completion:
         if verdict.ok:
             # Decision "no tools" (explicit, or no call found): the final request without tools.
             return await turn.call(emulation_body(turn, instructions=False))
+        if completion.finish_reason == "length":
+            return cut_off(turn, completion, verdict.problems, parsed)
         if turn.reasks >= turn.max_reasks:
             if turn.request.choice.kind == "auto":
                 turn.warn(

@@ -267,17 +267,24 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 yield StreamChunk(content=text)
             yield StreamChunk(finish_reason=finish or "stop")
             break
-        if turn.reasks >= turn.max_reasks:
+        if finish == "length" or turn.reasks >= turn.max_reasks:
             summary = "; ".join(verdict.problems)
-            if request.choice.kind != "auto":
+            if finish == "length":
+                turn.warn(
+                    "the reply was cut off by max_tokens before a valid tool call was "
+                    f"complete: {summary}"
+                )
+            elif request.choice.kind != "auto":
                 raise ToolCallError(
                     f"the model did not make a valid tool call after {turn.reasks} re-ask(s): {summary}",
                     problems=verdict.problems,
                     attempts=turn.reasks + 1,
                 )
-            turn.warn(
-                f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
-            )
+            else:
+                turn.warn(
+                    f"no valid tool call after {turn.reasks} re-ask(s), "
+                    f"returned the text answer: {summary}"
+                )
             text = gate.flush(gate.after_call) or (
                 parser.received.strip() if not gate.emitted.strip() else ""
             )

@@ -1,15 +1,19 @@
 """Capabilities: what each model can do, where that was learned, and where it is kept."""
 
-from toolshim.capabilities.facts import FACT_NAMES, Fact, Source, Support, merge
-from toolshim.capabilities.registry import Registry
+from toolshim.capabilities.facts import FACT_NAMES, Fact, Source, Support, merge, strongest
+from toolshim.capabilities.profiles import ProfileTable, normalize_name, shipped_profiles
+from toolshim.capabilities.registry import ANY_UPSTREAM, ModelReport, Registry
 from toolshim.capabilities.rejections import REJECTIONS, Rejection, match_rejection
 from toolshim.capabilities.store import CapabilityStore, default_store_path
 
 __all__ = [
+    "ANY_UPSTREAM",
     "FACT_NAMES",
     "REJECTIONS",
     "CapabilityStore",
     "Fact",
+    "ModelReport",
+    "ProfileTable",
     "Registry",
     "Rejection",
     "Source",
@@ -17,4 +21,7 @@ __all__ = [
     "default_store_path",
     "match_rejection",
     "merge",
+    "normalize_name",
+    "shipped_profiles",
+    "strongest",
 ]

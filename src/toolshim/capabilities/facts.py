@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["FACT_NAMES", "Fact", "Source", "Support", "merge"]
+from toolshim.errors import ConfigError
+
+__all__ = [
+    "FACT_NAMES",
+    "SUPPORT_FACTS",
+    "Fact",
+    "Source",
+    "Support",
+    "coerce_value",
+    "merge",
+    "strongest",
+]
 
 
 class Source(StrEnum):
-    """Where a fact came from. Stronger sources win (see :data:`Source.rank`)."""
+    """Where a fact came from. Stronger sources win (see :attr:`Source.rank`).
+
+    ``user`` (a person said so) > ``probe`` (a test request) > ``runtime_error`` (the upstream
+    rejected tools) > ``upstream`` (the server's own metadata, e.g. Ollama ``/api/show``) >
+    ``profile`` (the shipped table of model families).
+    """
 
     USER = "user"
     PROBE = "probe"
@@ -22,6 +39,15 @@ class Source(StrEnum):
     @property
     def rank(self) -> int:
         return _RANK[self]
+
+    @classmethod
+    def parse(cls, text: str) -> Source:
+        """The source named ``text``; ConfigError listing the known ones otherwise."""
+        try:
+            return cls(text.strip().lower().replace("-", "_"))
+        except ValueError:
+            known = ", ".join(s.value for s in cls)
+            raise ConfigError(f"unknown source {text!r}; known: {known}", param="source") from None
 
 
 _RANK = {
@@ -65,6 +91,40 @@ FACT_NAMES = {
     "context_window": "context window in tokens",
 }
 
+SUPPORT_FACTS = frozenset({"native_tools", "parallel_calls", "structured_output", "tool_choice"})
+"""Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""
+
+
+def coerce_value(name: str, value: Any) -> Any:
+    """``value`` in the stored form of fact ``name``; ConfigError for an unknown fact or value."""
+    if name not in FACT_NAMES:
+        known = ", ".join(FACT_NAMES)
+        raise ConfigError(f"unknown fact {name!r}; known facts: {known}", param="fact")
+    if name in SUPPORT_FACTS:
+        support = Support.of(value)
+        if support is Support.UNKNOWN and str(value).strip().lower() not in ("unknown", "?", ""):
+            raise ConfigError(
+                f"{name} must be yes, no or unknown, not {value!r}", param=name.replace("_", "-")
+            )
+        return support.value
+    if name == "context_window":
+        try:
+            tokens = int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"context_window must be a whole number of tokens, not {value!r}",
+                param="context-window",
+            ) from None
+        if tokens <= 0:
+            raise ConfigError(
+                f"context_window must be positive, not {tokens}", param="context-window"
+            )
+        return tokens
+    text = str(value).strip().lower()
+    if not text:
+        raise ConfigError(f"{name} must not be empty", param=name)
+    return text
+
 
 @dataclass(frozen=True, slots=True)
 class Fact:
@@ -85,7 +145,7 @@ def merge(current: Fact | None, new: Fact) -> Fact:
     """The fact that wins when ``new`` arrives: a weaker source never overwrites a stronger one.
 
     Between equal sources the newer fact wins (a person can change their mind; a new probe
-    replaces an old one).
+    replaces an old one). This is the one place where precedence is decided.
     """
     if current is None:
         return new
@@ -94,3 +154,11 @@ def merge(current: Fact | None, new: Fact) -> Fact:
     if new.source.rank < current.source.rank:
         return current
     return new if new.updated_at >= current.updated_at else current
+
+
+def strongest(facts: Iterable[Fact]) -> Fact | None:
+    """The fact that stands among ``facts`` (folded with :func:`merge`), or None if empty."""
+    winner: Fact | None = None
+    for fact in facts:
+        winner = merge(winner, fact)
+    return winner

@@ -1,0 +1,523 @@
+"""``toolshim models``: see, correct, probe and refresh what toolshim knows about each model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from toolshim.capabilities.discovery import (
+    DEFAULT_TIMEOUT,
+    DiscoveredModel,
+    apply_discovery,
+    discover,
+    list_upstream_models,
+)
+from toolshim.capabilities.facts import FACT_NAMES, SUPPORT_FACTS, Source, coerce_value
+from toolshim.capabilities.probe import DEFAULT_PROBE_TIMEOUT, probe_tools, record_probe
+from toolshim.capabilities.registry import (
+    ANY_UPSTREAM,
+    Evidence,
+    ModelReport,
+    Registry,
+    fact_dict,
+)
+from toolshim.errors import ConfigError, ToolshimError
+from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
+
+__all__ = ["models_app", "register"]
+
+models_app = typer.Typer(
+    name="models",
+    help=(
+        "What toolshim knows about each model: native tool support, preferred dialect, "
+        "context window, each with the source it came from (user > probe > runtime_error > "
+        "upstream > profile) and when it was learned.\n\n"
+        "Facts are kept per upstream in a SQLite file (--registry, TOOLSHIM_REGISTRY)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _flag(name: str, text: str, envvar: str | None = None) -> Any:
+    """A --name option without a shown default."""
+    return typer.Option(name, help=text, envvar=envvar, show_default=False)
+
+
+UpstreamOpt = Annotated[
+    str | None,
+    _flag(
+        "--upstream",
+        "Base URL of the OpenAI-compatible upstream, e.g. http://127.0.0.1:11434/v1.",
+        "TOOLSHIM_UPSTREAM",
+    ),
+]
+RegistryOpt = Annotated[
+    str | None,
+    _flag(
+        "--registry",
+        "Capability store (SQLite file). Default: toolshim's user data directory.",
+        "TOOLSHIM_REGISTRY",
+    ),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    _flag("--api-key", "Bearer token for the upstream, if it needs one.", "TOOLSHIM_API_KEY"),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+ModelArg = Annotated[str, typer.Argument(help="Model name as the upstream knows it.")]
+
+
+_out = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``models`` command group to the ``toolshim`` app."""
+    app.add_typer(models_app, name="models")
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+@models_app.command("list")
+def list_models(
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    api_key: ApiKeyOpt = None,
+    as_json: JsonOpt = False,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for the upstream's model list.")
+    ] = DEFAULT_TIMEOUT,
+) -> None:
+    """The upstream's models with their tool status and its source, plus stored facts.
+
+    Without --upstream, lists every model the store has facts about.
+    """
+
+    def run() -> None:
+        reg = _registry(registry)
+        rows: list[dict[str, Any]] = []
+        server = None
+        if upstream:
+            key = normalize_base_url(upstream)
+            listing = asyncio.run(
+                list_upstream_models(key, request_timeout=timeout, api_key=api_key)
+            )
+            server = listing.server
+            reg.record_seen(key, listing.models)
+            listed = set(listing.models)
+            stored = {m for u, m, _ in reg.known(key)} - listed
+            for model in [*listing.models, *sorted(stored)]:
+                rows.append({**reg.summary(key, model), "listed": model in listed})
+        else:
+            for scope, model, _ in reg.known():
+                rows.append({**reg.summary(scope, model), "listed": None})
+        if as_json:
+            _print_json(
+                {
+                    "upstream": upstream and normalize_base_url(upstream),
+                    "server": server,
+                    "registry": _where(reg),
+                    "models": rows,
+                }
+            )
+            return
+        title = f"{len(rows)} models" + (
+            f" at {normalize_base_url(upstream)} ({server})" if upstream else " in the store"
+        )
+        table = Table(title=title, title_justify="left")
+        for column in ("model", "tools", "source", "learned", "dialect", "context"):
+            table.add_column(column)
+        if not upstream:
+            table.add_column("upstream")
+        for row in rows:
+            tools = row["native_tools"]
+            cells = [
+                row["model"] + ("" if row["listed"] in (None, True) else " [dim](not listed)[/]"),
+                _support_markup(tools["value"]),
+                tools["source"] or "-",
+                _ago(tools["learned_at"]),
+                row["dialect"],
+                str(row["context_window"] or "-"),
+            ]
+            if not upstream:
+                cells.append(row["upstream"])
+            table.add_row(*cells)
+        _out.print(table)
+        _footer(reg)
+        if any(r["native_tools"]["value"] == "unknown" for r in rows) and upstream:
+            _out.print(
+                "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
+                "`toolshim models probe MODEL` (one test request).[/]"
+            )
+
+    _guard(run)
+
+
+@models_app.command("show")
+def show(
+    model: ModelArg,
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Why toolshim treats MODEL as it does: every fact, its source, its time, what it overrides."""
+
+    def run() -> None:
+        reg = _registry(registry)
+        key = normalize_base_url(upstream) if upstream else ANY_UPSTREAM
+        report = reg.explain(key, model)
+        if as_json:
+            _print_json(_report_json(report, reg))
+            return
+        _print_report(report, reg)
+
+    _guard(run)
+
+
+@models_app.command("set")
+def set_facts(
+    model: ModelArg,
+    tools: Annotated[
+        str | None, _flag("--tools", "Native tool calling: yes, no or unknown.")
+    ] = None,
+    dialect: Annotated[
+        str | None, _flag("--dialect", "Preferred emulation dialect (json, hermes, ...).")
+    ] = None,
+    parallel_calls: Annotated[
+        str | None, _flag("--parallel-calls", "Several calls in one reply: yes/no/unknown.")
+    ] = None,
+    structured_output: Annotated[
+        str | None, _flag("--structured-output", "JSON-Schema response_format: yes/no/unknown.")
+    ] = None,
+    tool_choice: Annotated[
+        str | None, _flag("--tool-choice", "tool_choice honoured: yes/no/unknown.")
+    ] = None,
+    context_window: Annotated[
+        int | None, _flag("--context-window", "Context window in tokens.")
+    ] = None,
+    note: Annotated[
+        str, typer.Option("--note", help="Why (kept with the fact).")
+    ] = "set with `toolshim models set`",
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store facts about MODEL with source `user` (the strongest): they win over everything.
+
+    Without --upstream (and TOOLSHIM_UPSTREAM) the facts hold at every upstream.
+    """
+
+    def run() -> None:
+        from toolshim.dialects import available_dialects
+
+        wanted = {
+            "native_tools": tools,
+            "dialect": dialect,
+            "parallel_calls": parallel_calls,
+            "structured_output": structured_output,
+            "tool_choice": tool_choice,
+            "context_window": context_window,
+        }
+        chosen = {k: coerce_value(k, v) for k, v in wanted.items() if v is not None}
+        if not chosen:
+            raise ConfigError(
+                "nothing to set: pass --tools yes|no|unknown, --dialect D, --parallel-calls, "
+                "--structured-output, --tool-choice or --context-window"
+            )
+        if "dialect" in chosen and chosen["dialect"] not in available_dialects():
+            raise ConfigError(
+                f"unknown dialect {chosen['dialect']!r}; available: "
+                f"{', '.join(available_dialects())}",
+                param="dialect",
+            )
+        reg = _registry(registry)
+        key = normalize_base_url(upstream) if upstream else ANY_UPSTREAM
+        for name, value in chosen.items():
+            reg.learn(key, model, name, value, Source.USER, detail=note)
+        report = reg.explain(key, model)
+        if as_json:
+            _print_json(_report_json(report, reg))
+            return
+        scope = "every upstream" if key == ANY_UPSTREAM else key
+        settled = ", ".join(f"{k}={v}" for k, v in chosen.items())
+        _out.print(f"stored for {model} at {scope} (source user): {settled}")
+        _print_report(report, reg)
+
+    _guard(run)
+
+
+@models_app.command("probe")
+def probe(
+    model: ModelArg,
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for the answer; no answer is inconclusive.")
+    ] = DEFAULT_PROBE_TIMEOUT,
+    save: Annotated[
+        bool, typer.Option("--save/--no-save", help="Store a conclusive result (source probe).")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send MODEL one request with a dummy tool and classify the answer.
+
+    supported: native tool_calls came back. unsupported: the upstream rejected tools, or the
+    model wrote the call as text that the server did not parse. inconclusive: a timeout, a
+    network error, another error, or a plain text answer; nothing is stored then.
+    """
+
+    def run() -> None:
+        url = _need_upstream(upstream, "probe")
+        reg = _registry(registry)
+
+        async def go() -> Any:
+            client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
+            try:
+                return await probe_tools(client, model, time_limit=timeout)
+            finally:
+                await client.aclose()
+
+        if not as_json:
+            _err.print(f"probing {model} at {url} (up to {timeout:g} s)…")
+        result = asyncio.run(go())
+        standing = record_probe(reg, url, result) if save else None
+        if as_json:
+            _print_json(
+                {
+                    "model": model,
+                    "upstream": url,
+                    "outcome": result.outcome.value,
+                    "detail": result.detail,
+                    "seconds": round(result.seconds, 3),
+                    "saved": standing is not None,
+                    "native_tools": fact_dict(standing) if standing else None,
+                }
+            )
+            return
+        colour = {"supported": "green", "unsupported": "red"}.get(result.outcome.value, "yellow")
+        _out.print(
+            f"[{colour}]{result.outcome.value}[/] — {result.detail} ({result.seconds:.1f} s)"
+        )
+        if standing is not None:
+            _out.print(
+                f"native_tools is now {standing.value} (from {standing.source.value})"
+                + ("" if standing.source is Source.PROBE else "; a stronger source still wins")
+            )
+        elif save:
+            _out.print("nothing stored (an inconclusive probe says nothing about the model).")
+
+    _guard(run)
+
+
+@models_app.command("forget")
+def forget(
+    model: ModelArg,
+    source: Annotated[
+        list[str] | None, _flag("--source", "Only facts from this source (repeatable).")
+    ] = None,
+    fact: Annotated[
+        list[str] | None, _flag("--fact", "Only this fact, e.g. native_tools (repeatable).")
+    ] = None,
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete stored facts about MODEL (at --upstream, or at every upstream).
+
+    Shipped profiles stay: after forgetting, the profile (if any) is what toolshim knows.
+    """
+
+    def run() -> None:
+        sources = [Source.parse(s) for s in source] if source else None
+        names = [n.replace("-", "_") for n in fact] if fact else None
+        for name in names or ():
+            coerce_value(name, "unknown" if name != "context_window" else 1)
+        reg = _registry(registry)
+        key = normalize_base_url(upstream) if upstream else None
+        removed = reg.forget(key, model, names=names, sources=sources)
+        if as_json:
+            _print_json({"model": model, "upstream": key, "removed": removed})
+            return
+        where = key or "every upstream"
+        _out.print(f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}")
+
+    _guard(run)
+
+
+@models_app.command("refresh")
+def refresh(
+    upstream: UpstreamOpt = None,
+    registry: RegistryOpt = None,
+    api_key: ApiKeyOpt = None,
+    model: Annotated[list[str] | None, _flag("--model", "Only this model (repeatable).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per upstream request.")] = DEFAULT_TIMEOUT,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-read what the upstream says about its models and store it (source upstream).
+
+    Ollama: /api/tags, then /api/show for each model (capabilities, context length, size).
+    LM Studio, llama-server, vLLM, OpenRouter: what their model listings carry. A model that
+    cannot be read is reported and skipped.
+    """
+
+    def run() -> None:
+        url = _need_upstream(upstream, "refresh")
+        reg = _registry(registry)
+        done = 0
+
+        def progress(found: DiscoveredModel) -> None:
+            nonlocal done
+            done += 1
+            if not as_json:
+                state = (
+                    f"[red]failed: {found.error}[/]" if found.error else f"{len(found.facts)} facts"
+                )
+                _err.print(f"  [{done}] {found.name}: {state}")
+
+        if not as_json:
+            _err.print(f"reading models at {url}…")
+        started = time.perf_counter()
+        discovery = asyncio.run(
+            discover(url, models=model, request_timeout=timeout, api_key=api_key, on_model=progress)
+        )
+        stored = apply_discovery(reg, url, discovery)
+        if as_json:
+            _print_json({**discovery.as_dict(), "stored": stored})
+            return
+        seconds = time.perf_counter() - started
+        _out.print(
+            f"{discovery.server} at {url}: {len(discovery.models)} models, {stored} facts stored "
+            f"(source upstream) in {seconds:.1f} s"
+        )
+        for problem in discovery.problems:
+            _out.print(f"[yellow]could not read[/] {problem}")
+        _footer(reg)
+
+    _guard(run)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _guard(run: Callable[[], None]) -> None:
+    """Run a command body; a toolshim error becomes one line on stderr and exit status 1."""
+    try:
+        run()
+    except ToolshimError as exc:
+        _err.print(f"[red]error:[/] {exc.message}", markup=True)
+        raise typer.Exit(1) from None
+
+
+def _registry(path: str | None) -> Registry:
+    registry = Registry.open(path)
+    if registry.store is not None and registry.store.moved_aside:
+        _err.print(
+            f"[yellow]warning:[/] the capability store was unreadable; moved it to "
+            f"{registry.store.moved_aside} and started a new one"
+        )
+    if registry.store_problem:
+        _err.print(f"[yellow]warning:[/] {registry.store_problem}; nothing will be saved")
+    return registry
+
+
+def _need_upstream(upstream: str | None, command: str) -> str:
+    if not upstream:
+        raise ConfigError(
+            f"`toolshim models {command}` needs an upstream: pass --upstream URL or set "
+            "TOOLSHIM_UPSTREAM (e.g. http://127.0.0.1:11434/v1)",
+            param="upstream",
+        )
+    return normalize_base_url(upstream)
+
+
+def _where(registry: Registry) -> str:
+    return registry.store.path if registry.store is not None else "memory (not saved)"
+
+
+def _footer(registry: Registry) -> None:
+    _out.print(f"[dim]registry: {_where(registry)}[/]")
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _report_json(report: ModelReport, registry: Registry) -> dict[str, Any]:
+    return {**report.as_dict(), "registry": _where(registry)}
+
+
+def _print_report(report: ModelReport, registry: Registry) -> None:
+    where = "any upstream" if report.upstream == ANY_UPSTREAM else report.upstream
+    family = f"profile family {report.family}" if report.family else "no shipped profile"
+    _out.print(f"[bold]{report.model}[/] at {where} — matched as {report.normalized!r}, {family}")
+    notes: list[str] = []
+    table = Table()
+    table.add_column("fact", no_wrap=True)
+    for column in ("value", "source", "scope", "learned", "why"):
+        table.add_column(column)
+    for name in FACT_NAMES:
+        fact_report = report.facts.get(name)
+        if fact_report is None:
+            table.add_row(name, "[dim]unknown[/]", "[dim]-[/]", "", "", "")
+            continue
+        table.add_row(name, *_evidence_cells(fact_report.winner, notes, winner=True))
+        for item in fact_report.overridden:
+            table.add_row("[dim]  overridden[/]", *_evidence_cells(item, notes, winner=False))
+    _out.print(table)
+    for number, note in enumerate(notes, start=1):
+        _out.print(f"  [dim]\\[{number}][/] {escape(note)}")
+    _out.print("[bold]How toolshim serves a request with tools:[/]")
+    for line in report.treatment():
+        _out.print(f"  {line}")
+    _footer(registry)
+
+
+def _evidence_cells(item: Evidence, notes: list[str], *, winner: bool) -> list[str]:
+    fact = item.fact
+    if fact.detail and fact.detail not in notes:
+        notes.append(fact.detail)
+    why = f"[{notes.index(fact.detail) + 1}]" if fact.detail else ""
+    learned = _iso(fact.updated_at)[:10] if fact.source is Source.PROFILE else _ago(fact.updated_at)
+    if not winner:
+        cells = [str(fact.value), fact.source.value, item.scope, learned, why]
+        return [f"[dim]{escape(c)}[/]" for c in cells]
+    value = str(fact.value)
+    if fact.name in SUPPORT_FACTS:
+        value = _support_markup(value)
+    return [value, fact.source.value, item.scope, learned, why]
+
+
+def _support_markup(value: str) -> str:
+    colour = {"yes": "green", "no": "red"}.get(value, "yellow")
+    return f"[{colour}]{value}[/]"
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _ago(stamp: float | None) -> str:
+    """A short age for tables: ``just now``, ``5 min ago``, ``3 h ago``, else the date."""
+    if stamp is None:
+        return "-"
+    seconds = time.time() - stamp
+    if 0 <= seconds < 60:
+        return "just now"
+    if 0 <= seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if 0 <= seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return _iso(stamp)[:10]

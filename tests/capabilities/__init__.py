@@ -1,0 +1,1 @@
+"""Tests of the capability registry: facts, store, profiles, discovery, probe, learning, CLI."""

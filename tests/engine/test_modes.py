@@ -201,3 +201,25 @@ async def test_a_native_call_despite_tool_choice_none_is_not_returned() -> None:
     assert upstream.calls == 2
     assert completion.meta is not None
     assert any("tool_choice is 'none'" in w for w in completion.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_strip_learns_when_a_model_said_to_support_tools_rejects_them(stream: bool) -> None:
+    from toolshim.capabilities import Source
+    from toolshim.testing import FakeUpstream
+
+    upstream = FakeUpstream(["Paris is sunny."], tools="reject")
+    engine = Engine(upstream, mode="strip", registry=":memory:")
+    engine.registry.learn(upstream.key, "m", "native_tools", "yes", Source.PROFILE)
+    if stream:
+        chunks = [c async for c in engine.astream(request(stream=True))]
+        text = "".join(c.content or "" for c in chunks)
+        meta = chunks[-1].meta
+    else:
+        completion = await engine.acomplete(request())
+        text, meta = completion.message.text, completion.meta
+    assert text == "Paris is sunny."
+    assert upstream.calls == 2
+    assert "tools" in upstream.history[0] and "tools" not in upstream.history[1]
+    assert meta is not None and any("tools dropped" in w for w in meta.warnings)
+    assert engine.support("m").value == "no"

@@ -215,7 +215,8 @@ class Engine:
     # -- serving ----------------------------------------------------------------------------
 
     def route(self, turn: Turn) -> str:
-        """Where a turn goes: ``native``, ``emulate``, ``strip``, or ``try`` (native, then learn)."""
+        """Where a turn goes: ``native``, ``emulate``, ``strip``, ``try`` (native; on a tools
+        rejection learn and emulate) or ``native-or-strip`` (the same, but strip instead)."""
         request = turn.request
         mode = turn.mode
         if mode is Mode.OFF:
@@ -232,7 +233,7 @@ class Engine:
                 return "emulate" if support is Support.NO or mode is Mode.STRIP else "native"
             return "native"
         if mode is Mode.STRIP:
-            return "native" if support is Support.YES else "strip"
+            return "native-or-strip" if support is Support.YES else "strip"
         if support is Support.NO:
             return "emulate"
         return "try"
@@ -248,6 +249,13 @@ class Engine:
             return await emulate(turn)
         if route == "strip":
             return await self._strip(turn)
+        if route == "native-or-strip":
+            try:
+                return await turn.call(request_to_body(turn.request))
+            except UpstreamError as exc:
+                if self.learn_rejection(turn, exc):
+                    return await self._strip(turn)
+                raise
         try:
             completion = await turn.call(request_to_body(turn.request))
         except UpstreamError as exc:

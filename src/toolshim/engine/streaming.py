@@ -56,6 +56,16 @@ async def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
         turn.warn("tools dropped: the model has no known native tool support")
         async for chunk in _native(turn, strip_body(turn, stream=True), rescue=False):
             yield chunk
+    elif route == "native-or-strip":
+        try:
+            async for chunk in _native(
+                turn, request_to_body(turn.request), rescue=False, engine=engine
+            ):
+                yield chunk
+        except _Rejected:
+            turn.warn("tools dropped: the model has no known native tool support")
+            async for chunk in _native(turn, strip_body(turn, stream=True), rescue=False):
+                yield chunk
     else:
         held = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
         source = (

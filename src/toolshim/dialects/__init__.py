@@ -1,28 +1,53 @@
-"""Dialects: prompt formats for tool calling, and the registry that looks them up by name."""
+"""Dialects: prompt formats for tool calling, and the registry that looks them up by name.
+
+=========  =====================================================  ==========================
+name       a call looks like                                      for
+=========  =====================================================  ==========================
+json       ``{"tool_calls": [{"name": …, "arguments": {…}}]}``    the default, any model
+hermes     ``<tool_call>{"name": …, "arguments": {…}}</tool_call>``  Qwen, Hermes fine-tunes
+pythonic   ``[get_weather(city="Paris"), get_time()]``            Llama 3.2, several calls
+compact    ``{"tool":"get_weather","city":"Paris"}``              models under 1B
+windlass   ``{"tool": …, "arguments": {…}}`` inside prose         seed 002's agents
+=========  =====================================================  ==========================
+
+Every dialect's parser reads every other dialect's shapes (see :mod:`.extract`).
+"""
 
 from __future__ import annotations
 
 from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.dialects.calls import ParsedCall, ToolIndex
+from toolshim.dialects.compact import CompactDialect
 from toolshim.dialects.extract import ParsedReply, ReplyParser, Segment, parse_reply
-from toolshim.dialects.interpret import ParsedCall
+from toolshim.dialects.hermes import HermesDialect
 from toolshim.dialects.json import JsonDialect
+from toolshim.dialects.pythonic import PythonicDialect
+from toolshim.dialects.windlass import WindlassDialect
 from toolshim.errors import ConfigError
 
 __all__ = [
+    "CompactDialect",
     "Dialect",
+    "HermesDialect",
     "JsonDialect",
     "ParsedCall",
     "ParsedReply",
     "PromptOptions",
+    "PythonicDialect",
     "ReplyParser",
     "Segment",
+    "ToolIndex",
+    "WindlassDialect",
     "available_dialects",
     "get_dialect",
     "parse_reply",
     "register_dialect",
 ]
 
-_REGISTRY: dict[str, type[Dialect]] = {"json": JsonDialect}
+_REGISTRY: dict[str, type[Dialect]] = {
+    cls.name: cls
+    for cls in (JsonDialect, HermesDialect, PythonicDialect, CompactDialect, WindlassDialect)
+}
 
 
 def register_dialect(cls: type[Dialect]) -> type[Dialect]:

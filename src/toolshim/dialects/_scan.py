@@ -17,6 +17,7 @@ import json_repair
 
 __all__ = [
     "IDENTIFIER",
+    "BracketScan",
     "decode_value",
     "find_close",
     "literal",
@@ -37,47 +38,81 @@ def find_close(text: str, start: int) -> int:
     apostrophe in a word does not open a string. A closer of the wrong kind closes the
     innermost bracket anyway (models mismatch brackets; json-repair cleans up afterwards).
     """
-    depth = 0
-    i = start
-    n = len(text)
-    last = ""  # last non-space character outside strings
-    while i < n:
-        ch = text[i]
-        if ch == '"' or (ch == "'" and last in _VALUE_START):
-            i = _skip_string(text, i)
-            if i < 0:
-                return -1
-            last = ch
-            continue
-        if ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        if not ch.isspace():
-            last = ch
-        i += 1
-    return -1
+    return BracketScan(start).run(text)
 
 
-def _skip_string(text: str, start: int) -> int:
-    """Index just past the string opened at ``start``, or -1 if it is not closed."""
-    quote = text[start]
-    i = start + 1
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == quote:
-            return i + 1
-        if ch == "\n" and quote == "'":
-            # A single-quoted string does not span lines: it was an apostrophe after all.
-            return i
-        i += 1
-    return -1
+_SPECIAL = re.compile(r"""[{}\[\]()"']""")
+_IN_DOUBLE = re.compile(r'[\\"]')
+_IN_SINGLE = re.compile(r"[\\'\n]")
+
+
+class BracketScan:
+    """A resumable :func:`find_close`: call :meth:`run` again as the text grows.
+
+    It jumps between interesting characters with regular expressions, so a long string
+    argument streamed in many small pieces costs linear time overall, not quadratic.
+    """
+
+    __slots__ = ("depth", "end", "last", "pos", "quote", "start")
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.end = -1
+        self.pos = start
+        self.depth = 0
+        self.last = ""  # last non-space character outside strings
+        self.quote = ""  # the quote of the string being scanned, if any
+
+    def run(self, text: str) -> int:
+        """Index just past the closing bracket, or -1 if ``text`` does not contain it yet."""
+        if self.end >= 0:
+            return self.end
+        pos = self.pos
+        n = len(text)
+        while pos < n:
+            if self.quote:
+                m = (_IN_DOUBLE if self.quote == '"' else _IN_SINGLE).search(text, pos)
+                if m is None:
+                    pos = n
+                    break
+                i = m.start()
+                ch = text[i]
+                if ch == "\\":
+                    if i + 1 >= n:
+                        pos = i  # the escaped character has not arrived yet
+                        break
+                    pos = i + 2
+                    continue
+                # A closing quote; or a newline, which ends a single-quoted "string" that was an
+                # apostrophe after all.
+                self.last = self.quote
+                self.quote = ""
+                pos = i + 1 if ch != "\n" else i
+                continue
+            m = _SPECIAL.search(text, pos)
+            end = m.start() if m is not None else n
+            if end > pos:
+                tail = text[pos:end].rstrip()
+                if tail:
+                    self.last = tail[-1]
+            if m is None:
+                pos = n
+                break
+            ch = text[end]
+            pos = end + 1
+            if ch == '"' or (ch == "'" and self.last in _VALUE_START):
+                self.quote = ch
+                continue
+            self.last = ch
+            if ch in _OPEN:
+                self.depth += 1
+            elif ch in _CLOSE:
+                self.depth -= 1
+                if self.depth <= 0:
+                    self.pos = self.end = pos
+                    return pos
+        self.pos = pos
+        return -1
 
 
 def decode_value(text: str) -> tuple[Any, bool] | None:

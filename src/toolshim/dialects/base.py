@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from toolshim.dialects._prompt import PromptOptions, example_arguments, schema_json
 from toolshim.dialects.extract import ParsedReply, ReplyParser, parse_reply
-from toolshim.types import ToolCall, ToolChoice, ToolSpec
+from toolshim.types import ToolCall, ToolSpec
 
 __all__ = ["Dialect", "PromptOptions", "example_arguments", "schema_json"]
-
-
-class PromptOptions:
-    """What the tool prompt must say besides the tools: the tool_choice, parallelism, strategy."""
-
-    __slots__ = ("choice", "decision", "parallel")
-
-    def __init__(
-        self, choice: ToolChoice = ToolChoice.AUTO, *, parallel: bool = True, decision: bool = False
-    ) -> None:
-        self.choice = choice
-        self.parallel = parallel
-        self.decision = decision
 
 
 class Dialect(ABC):
@@ -32,12 +19,17 @@ class Dialect(ABC):
     Subclasses render the tool instructions (:meth:`render_tools`), an assistant's calls for
     the history (:meth:`render_calls`), a tool result (:meth:`render_result`), and say how to
     fix a broken reply (:meth:`format_reminder`). Parsing is shared: every dialect reads every
-    other dialect's shapes through the tolerant extraction layer.
+    other dialect's shapes through the tolerant extraction layer (:mod:`.extract`), tuned by
+    the class attributes below. ``parse(render_calls(calls))`` gives the calls back.
     """
 
     name: ClassVar[str]
     max_calls: ClassVar[int | None] = None
     """The most calls the format allows in one reply (None: no limit)."""
+    python_unknown: ClassVar[bool] = False
+    """Report ``[f(x=1)]`` with an unknown ``f`` as a wrong call rather than prose."""
+    empty_list_declines: ClassVar[bool] = False
+    """A reply that starts with ``[]`` says that no tool is needed."""
 
     @abstractmethod
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
@@ -57,11 +49,20 @@ class Dialect(ABC):
 
     def parser(self, tools: Sequence[ToolSpec]) -> ReplyParser:
         """A fresh incremental parser for one reply."""
-        return ReplyParser(tools)
+        return ReplyParser(
+            tools,
+            python_unknown=self.python_unknown,
+            empty_list_declines=self.empty_list_declines,
+        )
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
-        """Parse a whole reply."""
-        return parse_reply(text, tools)
+        """Parse a whole reply (the same result as feeding :meth:`parser` and finishing)."""
+        return parse_reply(
+            text,
+            tools,
+            python_unknown=self.python_unknown,
+            empty_list_declines=self.empty_list_declines,
+        )
 
     def response_format(
         self, tools: Sequence[ToolSpec], options: PromptOptions
@@ -71,40 +72,3 @@ class Dialect(ABC):
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-
-def schema_json(schema: Mapping[str, Any]) -> str:
-    return json.dumps(schema, ensure_ascii=False)
-
-
-_EXAMPLES: dict[str, Any] = {
-    "string": "...",
-    "integer": 1,
-    "number": 1.5,
-    "boolean": True,
-    "array": [],
-    "object": {},
-}
-
-
-def example_arguments(tool: ToolSpec, *, limit: int = 3) -> dict[str, Any]:
-    """Placeholder arguments that show a call's shape: required parameters first."""
-    props = tool.parameters.get("properties")
-    if not isinstance(props, Mapping):
-        return {}
-    required = [p for p in tool.parameters.get("required", []) if p in props]
-    names = required or list(props)[:1]
-    out: dict[str, Any] = {}
-    for name in names[:limit]:
-        spec = props.get(name)
-        if not isinstance(spec, Mapping):
-            out[name] = "..."
-            continue
-        if isinstance(spec.get("enum"), list) and spec["enum"]:
-            out[name] = spec["enum"][0]
-            continue
-        kind = spec.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in kind if k != "null"), "string")
-        out[name] = _EXAMPLES.get(str(kind), "...")
-    return out

@@ -1,40 +1,62 @@
 """The tolerant extraction layer: find tool calls in model text, whole or streamed (sans-IO).
 
-:class:`ReplyParser` splits a reply into segments: prose (``text``), ``calls`` and ``marker``
-tokens that are dropped (``<|python_tag|>``, ``[TOOL_CALLS]``). It recognises every dialect's
-shape, so a model that drifts from the format it was asked for is still understood:
+:class:`ReplyParser` cuts a reply into segments: prose (``text``), ``calls`` and ``marker``
+tokens that are dropped (``<|python_tag|>``, ``[TOOL_CALLS]``, a stray ``</tool_call>``). It
+recognises every dialect's shape, so a model that drifts from the format it was asked for is
+still understood:
 
-* bare JSON objects and arrays, several concatenated, inside prose;
+* bare JSON objects and arrays, several concatenated, inside prose, with single quotes,
+  trailing commas, unclosed braces or stray extra ones;
 * ```` ```json ```` / ```` ```tool_code ```` / ```` ```python ```` fences;
-* ``<tool_call>…</tool_call>`` (Hermes, Qwen), ``<function=name>…</function>`` (Llama 3.1,
-  Qwen3-Coder's ``<parameter=…>``), ``[TOOL_CALLS]`` (Mistral, with ``name[ARGS]{…}``);
-* Python-style calls ``[f(a=1), g(b=2)]`` and bare ``f(a=1)`` for an offered tool;
-* ``<think>…</think>`` blocks and fences of other languages are kept as prose, never parsed.
+* ``<tool_call>…</tool_call>`` (Hermes, Qwen; the closing tag may be missing),
+  ``<function=name>…</function>`` (Llama 3.1; Qwen3-Coder's ``<parameter=…>``),
+  ``<function>name</function>{…}``, ``[TOOL_CALLS]`` (Mistral, with ``name[ARGS]{…}``),
+  ``functools[…]`` (Phi-4-mini), ``to=functions.name …{…}`` (gpt-oss), DeepSeek's
+  ``<｜tool▁call▁begin｜>`` tokens;
+* Python-style calls ``[f(a=1), g(b=2)]``, and a bare ``f(a=1)`` of an offered tool standing
+  alone on its line;
+* ``<think>…</think>`` blocks and fences of other languages are prose, never parsed.
+
+What is not a call stays prose: JSON data without a tool-shaped name (``{"name": "Ada",
+"age": 3}``), code in a ``bash`` fence, a tool mentioned inline in a sentence. A JSON object
+shaped like a call to a tool that is not offered is reported as a call with that unknown name,
+so that the engine can re-ask.
 
 The parser is incremental: :meth:`ReplyParser.feed` returns what is already certain, holding
 back only text that might still become a call, and :meth:`ReplyParser.finish` resolves the
-rest. Whole-text parsing is ``feed(text) + finish()``, so streamed and whole parses agree at
-every chunk split by construction (and property tests check it).
+rest. Whole-text parsing is ``feed(text) + finish()``; every decision depends only on text
+already received, so streamed and whole parses agree at every chunk split (property tests
+check it). Scans resume where they stopped, so feeding many small chunks costs linear time.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from functools import lru_cache
 
-from toolshim.dialects._scan import decode_value, find_close
-from toolshim.dialects.interpret import (
-    Interpretation,
-    ParsedCall,
-    ToolIndex,
-    interpret_python,
-    interpret_value,
+from toolshim.dialects._scan import BracketScan, decode_value
+from toolshim.dialects._tags import (
+    DEEPSEEK_OPEN,
+    MARKERS,
+    NEED,
+    TAG_PREFIXES,
+    TOOL_CALL_OPEN,
+    Resolution,
+    only_stray,
+    read_deepseek,
+    read_function_name_tag,
+    read_function_tag,
+    read_harmony,
+    read_mistral,
+    read_tool_call,
 )
+from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
+from toolshim.dialects.interpret import interpret_python, interpret_value
+from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.types import ToolSpec
 
-__all__ = ["ParsedReply", "ReplyParser", "Segment", "parse_reply"]
+__all__ = ["ParsedCall", "ParsedReply", "ReplyParser", "Segment", "parse_reply"]
 
 # Fence languages whose body may be a call; any other fence is code in an answer.
 _CALL_LANGS = frozenset(
@@ -55,93 +77,59 @@ _CALL_LANGS = frozenset(
     }
 )
 _PYTHON_LANGS = frozenset({"tool_code", "python", "py"})
-_MARKERS = (
-    "<|python_tag|>",
-    "<|tool_call|>",
-    "<|tool_calls|>",
-    "<function_call>",
-    "</function_call>",
-    "<functioncall>",
-    "<tool_calls>",
-    "</tool_calls>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_calls_section_end|>",
-    "<start_of_turn>",
-    "<end_of_turn>",
-    "<|im_end|>",
-    "<|eot_id|>",
-)
-_TOOL_CALL_OPEN = "<tool_call>"
-_TOOL_CALL_CLOSE = "</tool_call>"
-_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>", re.IGNORECASE)
-_PARAMETER_TAG = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)</parameter>", re.DOTALL | re.IGNORECASE)
-_MISTRAL_ARGS = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*\[ARGS\]\s*")
-_TAGS = (_TOOL_CALL_OPEN, "<function=", "<think>", *_MARKERS)
-_NEED = None  # sentinel: cannot decide until more text arrives
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A piece of a reply: prose, tool calls (or an explicit decline), or a dropped marker."""
-
-    kind: Literal["text", "calls", "marker"]
-    text: str
-    calls: tuple[ParsedCall, ...] = ()
-    declined: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedReply:
-    """A whole reply, parsed."""
-
-    segments: tuple[Segment, ...]
-
-    @property
-    def calls(self) -> tuple[ParsedCall, ...]:
-        return tuple(c for s in self.segments for c in s.calls)
-
-    @property
-    def declined(self) -> bool:
-        """True when the model explicitly said that no tool is needed (and called none)."""
-        return not self.calls and any(s.declined for s in self.segments)
-
-    @property
-    def text(self) -> str:
-        """All prose, exactly as written (calls and markers left out)."""
-        return "".join(s.text for s in self.segments if s.kind == "text")
+_RAW_BLOCKS = {"<think>": "</think>", "<thinking>": "</thinking>"}
+_BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]")
+_TRIGGER = re.compile(r"[{\[<`]")
+_FENCE_HEAD = re.compile(r"```([\w+\-.]*)[ \t]*\n?")
+_FENCE_CLOSE = re.compile(r"```")
+_PY_LIST = re.compile(r"\[\s*[\w\-][\w.\-]*\s*\(")
+_MAYBE_CALL = re.compile(r"name|tool|function|calls|[<(`]", re.IGNORECASE)
+_MARKER_RE = re.compile("|".join(re.escape(m) for m in MARKERS), re.IGNORECASE)
+_HOLD_PREFIXES = tuple(p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS))
+_HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
+"""Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""
+_HOLD_SPAN = max(len(p) for p in _HOLD_PREFIXES)
 
 
 class ReplyParser:
-    """Incremental tool-call extraction over a growing reply (no I/O)."""
+    """Incremental tool-call extraction over a growing reply (no I/O).
 
-    def __init__(self, tools: Sequence[ToolSpec] | ToolIndex, *, bare_calls: bool = True) -> None:
+    ``python_unknown``: report Python-style calls to tools that are not offered
+    (``[lookup(x=1)]``) as calls with an unknown name, instead of prose (the ``pythonic``
+    dialect asks for that syntax, so there it is a wrong call rather than an example).
+    ``empty_list_declines``: a reply that starts with ``[]`` declines to call a tool.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[ToolSpec] | ToolIndex,
+        *,
+        bare_calls: bool = True,
+        python_unknown: bool = False,
+        empty_list_declines: bool = False,
+    ) -> None:
         self.index = tools if isinstance(tools, ToolIndex) else ToolIndex(tools)
         self._buf = ""
         self._pos = 0
         self._raw_until: str | None = None  # inside <think> or a code fence: prose until this
-        names = sorted(self.index.names, key=len, reverse=True)
-        self._call_re = (
-            re.compile(
-                r"(?<![\w.])(?:functions\.|default_api\.)?(?:"
-                + "|".join(re.escape(n) for n in names)
-                + r")\s*\("
-            )
-            if bare_calls and names
-            else None
-        )
-        self._prefixes = [*_TAGS, "```", "[TOOL_CALLS]"]
-        self._name_prefixes = (
-            [f"{p}{n}" for n in names for p in ("", "functions.")] if self._call_re else []
-        )
+        self._python_unknown = python_unknown
+        self._empty_list_declines = empty_list_declines
+        self._bare_calls = bare_calls
+        names = tuple(sorted(self.index.names, key=len, reverse=True)) if bare_calls else ()
+        self._word_re, self._word_literals, self._word_span = _word_triggers(names)
+        self._scan: BracketScan | None = None
+        self._searched: dict[tuple[str, int], int] = {}
+
+    # -- public ---------------------------------------------------------------------------
 
     def feed(self, delta: str) -> list[Segment]:
         """Add text; return the segments that are now certain."""
         self._buf += delta
-        return self._scan(final=False)
+        return self._run(final=False)
 
     def finish(self) -> list[Segment]:
         """The reply is complete: resolve everything still held back."""
-        return self._scan(final=True)
+        return self._run(final=True)
 
     @property
     def received(self) -> str:
@@ -153,303 +141,305 @@ class ReplyParser:
         """Text received but not yet resolved."""
         return self._buf[self._pos :]
 
+    # -- what the tag readers use (see _tags.Host) -------------------------------------------
+
+    @property
+    def buf(self) -> str:
+        return self._buf
+
+    def close_of(self, start: int) -> int:
+        if self._scan is None or self._scan.start != start:
+            self._scan = BracketScan(start)
+        return self._scan.run(self._buf)
+
+    def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
+        slot = (pattern.pattern, key)
+        m = pattern.search(self._buf, max(begin, self._searched.get(slot, begin)))
+        if m is None:
+            self._searched[slot] = max(begin, len(self._buf) - 64)
+        return m
+
+    def inner(self, body: str, *, python: bool) -> Interpretation | None:
+        if python:
+            meaning = interpret_python(body, self.index, require_known=not self._python_unknown)
+            if meaning.calls:
+                return meaning
+        sub = parse_reply(
+            body,
+            self.index,
+            bare_calls=self._bare_calls,
+            python_unknown=self._python_unknown,
+        )
+        if (sub.calls or sub.declined) and only_stray(sub.text):
+            return Interpretation(sub.calls, declined=sub.declined)
+        return None
+
     # -- scanning ---------------------------------------------------------------------------
 
-    def _scan(self, final: bool) -> list[Segment]:
+    def _advance(self, pos: int) -> None:
+        if pos != self._pos:
+            self._pos = pos
+            self._searched.clear()
+
+    def _run(self, final: bool) -> list[Segment]:
         out: list[Segment] = []
-        buf = self._buf
-        while self._pos < len(buf):
+        while self._pos < len(self._buf):
             if self._raw_until is not None:
                 if not self._scan_raw(out, final):
                     break
                 continue
             start = self._pos
-            t = self._next_trigger(start, final)
+            t, word, held = self._next_trigger(start, final)
             if t > start:
-                _text(out, buf[start:t])
-                self._pos = t
-            if t >= len(buf) or (not final and self._held_at(t)):
+                out.append(Segment("text", self._buf[start:t]))
+                self._advance(t)
+            if held or t >= len(self._buf):
                 break
-            resolved = self._resolve(t, final)
-            if resolved is _NEED:
+            if word is None and not final and self._held_at(t):
+                break
+            resolved = self._resolve(t, word, final)
+            if resolved is NEED:
                 break
             segment, end = resolved
-            if segment is None:
-                _text(out, buf[t:end])
-            else:
-                out.append(segment)
-            self._pos = end
-        return _merge(out)
+            out.append(Segment("text", self._buf[t:end]) if segment is None else segment)
+            self._advance(end)
+        return merge_segments(out)
 
     def _scan_raw(self, out: list[Segment], final: bool) -> bool:
         closer = self._raw_until
         assert closer is not None
         buf = self._buf
-        j = buf.lower().find(closer, self._pos)
+        j = _find_ci(buf, closer, self._pos)
         if j >= 0:
-            _text(out, buf[self._pos : j + len(closer)])
-            self._pos = j + len(closer)
+            out.append(Segment("text", buf[self._pos : j + len(closer)]))
+            self._advance(j + len(closer))
             self._raw_until = None
             return True
-        end = len(buf) if final else len(buf) - _partial_suffix(buf, self._pos, [closer])
-        _text(out, buf[self._pos : end])
-        self._pos = end
+        end = len(buf) if final else len(buf) - _overlap(buf, self._pos, closer)
+        out.append(Segment("text", buf[self._pos : end]))
+        self._advance(end)
         if final:
             self._raw_until = None
         return False
 
-    def _next_trigger(self, start: int, final: bool) -> int:
+    def _next_trigger(self, start: int, final: bool) -> tuple[int, re.Match[str] | None, bool]:
         buf = self._buf
-        best = len(buf)
-        for ch in "{[<`":
-            j = buf.find(ch, start, best)
-            if j >= 0:
-                best = j
-        if self._call_re is not None:
-            m = self._call_re.search(buf, start, best)
-            if m:
-                best = m.start()
-        if best == len(buf) and not final:
-            best -= _partial_suffix(buf, start, self._name_prefixes, word=True)
-        return best
+        n = len(buf)
+        m = _TRIGGER.search(buf, start)
+        best = m.start() if m else n
+        word = None
+        if self._word_re is not None:
+            word = self._word_re.search(buf, start, min(n, best + 1))
+            if word is not None and word.start() < best:
+                best = word.start()
+            else:
+                word = None
+        if best == n and not final:
+            hold = self._word_hold(start)
+            if hold:
+                return n - hold, None, True
+        return best, word, False
+
+    def _word_hold(self, start: int) -> int:
+        """Length of a tail that may still become a word trigger (``get_wea``, ``to=func``)."""
+        buf = self._buf
+        n = len(buf)
+        for k in range(max(start, n - self._word_span), n):
+            if k > 0 and (buf[k - 1].isalnum() or buf[k - 1] in "_."):
+                continue
+            tail = buf[k:]
+            for literal, follow in self._word_literals.get(tail[0], ()):
+                if literal.startswith(tail):
+                    return n - k
+                if tail.startswith(literal) and _follows(tail[len(literal) :], follow):
+                    return n - k
+        return 0
 
     def _held_at(self, t: int) -> bool:
-        """True when the text from ``t`` is only a partial trigger (wait for more)."""
-        rest = self._buf[t:]
-        return any(p.lower().startswith(rest.lower()) and p != rest for p in self._prefixes) or any(
-            p.startswith(rest) for p in self._name_prefixes
-        )
+        """True when the text from ``t`` is only a partial tag, marker or fence (wait for more)."""
+        return len(self._buf) - t < _HOLD_SPAN and self._buf[t:].lower() in _HOLD_PARTIALS
 
-    def _resolve(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
+    def _resolve(self, t: int, word: re.Match[str] | None, final: bool) -> Resolution:
         buf = self._buf
+        if word is not None:
+            return self._word(t, word, final)
         ch = buf[t]
         if ch == "`":
             return self._fence(t, final) if buf.startswith("```", t) else (None, t + 1)
         if ch == "<":
             return self._tag(t, final)
-        if ch == "[" and buf.startswith("[TOOL_CALLS]", t):
-            return self._mistral(t + len("[TOOL_CALLS]"), final)
-        if ch in "{[":
-            return self._bracketed(t, final)
-        return self._bare_call(t, final)
+        if ch == "[":
+            head = buf[t : t + 20].upper()
+            if head.startswith("[TOOL_CALLS]"):
+                return read_mistral(self, t + len("[TOOL_CALLS]"), final)
+            for marker in _BRACKET_MARKERS[1:]:
+                if head.startswith(marker):
+                    return Segment("marker", buf[t : t + len(marker)]), t + len(marker)
+        return self._bracketed(t, final)
 
-    def _bracketed(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
+    def _word(self, t: int, m: re.Match[str], final: bool) -> Resolution:
+        if m.group("functools"):
+            return Segment("marker", m.group("functools")), m.start("functools") + 9
+        if m.group("harmony") is not None:
+            return read_harmony(self, t, m.end(), m.group("harmony"), final)
+        return self._bare_call(t, m, final)
+
+    def _bracketed(self, t: int, final: bool) -> Resolution:
         buf = self._buf
-        end = find_close(buf, t)
+        end = self.close_of(t)
         if end < 0:
             if not final:
-                return _NEED
+                return NEED
             end = len(buf)
         candidate = buf[t:end]
+        if buf[t] == "[":
+            if self._empty_list_declines and candidate.strip() == "[]" and not buf[:t].strip():
+                return Segment("marker", candidate, declined=True), end
+            if _PY_LIST.match(candidate):
+                meaning = interpret_python(
+                    candidate, self.index, require_known=not self._python_unknown
+                )
+                if meaning.calls:
+                    return calls_segment(candidate, meaning), end
+        if _MAYBE_CALL.search(candidate) is None:
+            return None, end  # no name, tool or tag anywhere inside: data, or prose
         decoded = decode_value(candidate)
         if decoded is not None and isinstance(decoded[0], (dict, list)):
             meaning = interpret_value(decoded[0], self.index, candidate, decoded[1])
             if meaning.is_call:
-                return _calls(candidate, meaning), end
+                return calls_segment(candidate, meaning), end
             if not decoded[1]:
                 return None, end  # valid JSON data: an answer that quotes data is an answer
-        if buf[t] == "[":
-            meaning = interpret_python(candidate, self.index, require_known=False)
-            if meaning.calls:
-                return _calls(candidate, meaning), end
         return None, t + 1
 
-    def _fence(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
+    def _fence(self, t: int, final: bool) -> Resolution:
         buf = self._buf
-        newline = buf.find("\n", t + 3)
-        if newline < 0:
-            if not final:
-                return _NEED
-            return None, len(buf)
-        lang = buf[t + 3 : newline].strip().lower()
+        head = _FENCE_HEAD.match(buf, t)
+        assert head is not None
+        if head.end() >= len(buf) and not final:
+            return NEED
+        lang = head.group(1).lower()
         if lang not in _CALL_LANGS:
             self._raw_until = "```"
-            return None, newline + 1
-        close = buf.find("```", newline + 1)
-        if close < 0:
+            return None, head.end()
+        j = head.end()
+        while j < len(buf) and buf[j].isspace():
+            j += 1
+        after = j
+        if j < len(buf) and buf[j] in "{[":
+            close = self.close_of(j)
+            if close < 0 and not final:
+                return NEED
+            after = close if close >= 0 else len(buf)
+        m = self.find(_FENCE_CLOSE, t, after)
+        if m is None:
             if not final:
-                return _NEED
-            body, end = buf[newline + 1 :], len(buf)
+                return NEED
+            body, end = buf[head.end() :], len(buf)
         else:
-            body, end = buf[newline + 1 : close], close + 3
-        meaning = self._inner(body, python=lang in _PYTHON_LANGS)
+            body, end = buf[head.end() : m.start()], m.end()
+        meaning = self.inner(body, python=lang in _PYTHON_LANGS)
         if meaning is not None:
-            return _calls(buf[t:end], meaning), end
+            return calls_segment(buf[t:end], meaning), end
         return None, end
 
-    def _inner(self, body: str, *, python: bool) -> Interpretation | None:
-        """Calls in the body of a fence or tag, if the body is nothing but calls."""
-        if python:
-            meaning = interpret_python(body, self.index, require_known=True)
-            if meaning.calls:
-                return meaning
-        sub = parse_reply(body, self.index)
-        if (sub.calls or sub.declined) and not sub.text.strip():
-            return Interpretation(sub.calls, declined=sub.declined)
-        return None
-
-    def _tag(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
+    def _tag(self, t: int, final: bool) -> Resolution:
         buf = self._buf
-        low = buf[t : t + 40].lower()
-        for marker in _MARKERS:
+        low = buf[t : t + 48].lower()
+        if low.startswith(TOOL_CALL_OPEN):
+            return read_tool_call(self, t, final)
+        for marker in MARKERS:
             if low.startswith(marker):
                 return Segment("marker", buf[t : t + len(marker)]), t + len(marker)
-        if low.startswith("<think>"):
-            self._raw_until = "</think>"
-            return None, t + len("<think>")
-        if low.startswith(_TOOL_CALL_OPEN):
-            return self._tool_call_tag(t, final)
-        m = _FUNCTION_TAG.match(buf, t)
-        if m:
-            return self._function_tag(t, m, final)
-        if not final and low.startswith("<function=") and ">" not in buf[t : t + 200]:
-            return _NEED
-        if not final and any(tag.startswith(low) for tag in _TAGS) and ">" not in low:
-            return _NEED
+        for opener, closer in _RAW_BLOCKS.items():
+            if low.startswith(opener):
+                self._raw_until = closer
+                return None, t + len(opener)
+        if low.startswith("<function="):
+            return read_function_tag(self, t, final)
+        if low.startswith("<function>"):
+            return read_function_name_tag(self, t, final)
+        if low.startswith(DEEPSEEK_OPEN):
+            return read_deepseek(self, t, final)
         return None, t + 1
 
-    def _tool_call_tag(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
+    def _bare_call(self, t: int, m: re.Match[str], final: bool) -> Resolution:
+        """``get_weather(city="Paris")`` standing alone on its line (not mentioned in prose)."""
         buf = self._buf
-        low = buf.lower()
-        start = t + len(_TOOL_CALL_OPEN)
-        close = low.find(_TOOL_CALL_CLOSE, start)
-        again = low.find(_TOOL_CALL_OPEN, start)
-        if close < 0 and again < 0:
-            if not final:
-                return _NEED
-            body, end = buf[start:], len(buf)
-        elif close >= 0 and (again < 0 or close < again):
-            body, end = buf[start:close], close + len(_TOOL_CALL_CLOSE)
-        else:
-            body, end = buf[start:again], again
-        raw = buf[t:end]
-        meaning = self._inner(body, python=True)
-        if meaning is None:
-            meaning = Interpretation(
-                (
-                    ParsedCall(
-                        "",
-                        None,
-                        raw,
-                        "the text inside <tool_call>…</tool_call> is not a call "
-                        'of the form {"name": ..., "arguments": {...}}',
-                    ),
-                )
-            )
-        return _calls(raw, meaning), end
-
-    def _function_tag(
-        self, t: int, m: re.Match[str], final: bool
-    ) -> tuple[Segment | None, int] | None:
-        buf = self._buf
-        close = buf.lower().find("</function>", m.end())
-        if close < 0:
-            if not final:
-                return _NEED
-            body, end = buf[m.end() :], len(buf)
-        else:
-            body, end = buf[m.end() : close], close + len("</function>")
-        raw = buf[t:end]
-        name = self.index.canonical(m.group(1))
-        params = _PARAMETER_TAG.findall(body)
-        if params:
-            args = {k: _parameter_value(v) for k, v in params}
-            return _calls(raw, Interpretation((ParsedCall(name, args, raw),))), end
-        decoded = decode_value(body) if body.strip() else ({}, False)
-        if decoded is None or not isinstance(decoded[0], dict):
-            call = ParsedCall(name, None, raw, "the arguments are not a JSON object")
-        else:
-            call = ParsedCall(name, decoded[0], raw, None, decoded[1])
-        return _calls(raw, Interpretation((call,))), end
-
-    def _mistral(self, start: int, final: bool) -> tuple[Segment | None, int] | None:
-        buf = self._buf
-        m = _MISTRAL_ARGS.match(buf, start)
-        if m and m.end() < len(buf) and buf[m.end()] == "{":
-            end = find_close(buf, m.end())
-            if end < 0 and not final:
-                return _NEED
-            end = len(buf) if end < 0 else end
-            decoded = decode_value(buf[m.end() : end])
-            args = decoded[0] if decoded is not None else None
-            problem = None if isinstance(args, dict) else "the arguments are not a JSON object"
-            call = ParsedCall(self.index.canonical(m.group(1)), args, buf[start:end], problem)
-            return _calls(buf[start - 12 : end], Interpretation((call,))), end
-        if not final and (
-            (m is None and _could_be_mistral(buf[start:])) or (m and m.end() >= len(buf))
-        ):
-            return _NEED
-        return Segment("marker", "[TOOL_CALLS]"), start
-
-    def _bare_call(self, t: int, final: bool) -> tuple[Segment | None, int] | None:
-        assert self._call_re is not None
-        buf = self._buf
-        m = self._call_re.match(buf, t)
-        if m is None:  # only reachable for a held partial name at the very end
-            return None, len(buf)
-        end = find_close(buf, m.end() - 1)
-        if end < 0:
-            if not final:
-                return _NEED
+        line_start = buf.rfind("\n", 0, t) + 1
+        if _MARKER_RE.sub("", buf[line_start:t]).strip():
             return None, m.end()
+        end = self.close_of(m.end() - 1)
+        if end < 0:
+            return NEED if not final else (None, m.end())
+        newline = buf.find("\n", end)
+        rest = buf[end:] if newline < 0 else buf[end:newline]
+        if rest.strip() not in ("", ";"):
+            return None, m.end()
+        if newline < 0 and not final:
+            return NEED  # the line may still go on
         candidate = buf[t:end]
         meaning = interpret_python(candidate, self.index, require_known=True)
-        if meaning.calls:
-            return _calls(candidate, meaning), end
+        if meaning.calls and not any(c.problem for c in meaning.calls):
+            return calls_segment(candidate, meaning), end
         return None, m.end()
 
 
-def parse_reply(text: str, tools: Sequence[ToolSpec] | ToolIndex) -> ParsedReply:
+def parse_reply(
+    text: str,
+    tools: Sequence[ToolSpec] | ToolIndex,
+    *,
+    bare_calls: bool = True,
+    python_unknown: bool = False,
+    empty_list_declines: bool = False,
+) -> ParsedReply:
     """Parse a whole reply (the same as feeding it in one piece and finishing)."""
-    parser = ReplyParser(tools)
-    return ParsedReply(tuple(_merge([*parser.feed(text), *parser.finish()])))
+    parser = ReplyParser(
+        tools,
+        bare_calls=bare_calls,
+        python_unknown=python_unknown,
+        empty_list_declines=empty_list_declines,
+    )
+    return ParsedReply(tuple(merge_segments([*parser.feed(text), *parser.finish()])))
 
 
-def _calls(raw: str, meaning: Interpretation) -> Segment:
-    if meaning.calls:
-        return Segment("calls", raw, meaning.calls)
-    return Segment("marker", raw, declined=meaning.declined)
+_WordLiterals = dict[str, tuple[tuple[str, str], ...]]
 
 
-def _text(out: list[Segment], text: str) -> None:
-    if text:
-        out.append(Segment("text", text))
+@lru_cache(maxsize=256)
+def _word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], _WordLiterals, int]:
+    """The word-trigger pattern for a tool set, and the literals a partial trigger may be."""
+    alternatives = [r"(?P<functools>functools)\s*\[", r"to=functions\.(?P<harmony>[\w.\-]+)"]
+    literals = [("functools", "["), ("to=functions.", "name")]
+    if names:
+        joined = "|".join(re.escape(n) for n in names)
+        alternatives.insert(0, rf"(?:functions\.|default_api\.)?(?:{joined})\s*\(")
+        for name in names:
+            literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]
+    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(alternatives) + ")")
+    by_first: dict[str, list[tuple[str, str]]] = {}
+    for literal, follow in literals:
+        by_first.setdefault(literal[0], []).append((literal, follow))
+    span = max(len(literal) for literal, _ in literals) + 8
+    return pattern, {k: tuple(v) for k, v in by_first.items()}, span
 
 
-def _merge(segments: Iterable[Segment]) -> list[Segment]:
-    out: list[Segment] = []
-    for s in segments:
-        if s.kind == "text" and out and out[-1].kind == "text":
-            out[-1] = Segment("text", out[-1].text + s.text)
-        else:
-            out.append(s)
-    return out
+def _follows(rest: str, follow: str) -> bool:
+    """Could ``rest`` (what came after a complete literal) still turn into a trigger?"""
+    if follow == "name":
+        return re.fullmatch(r"[\w.\-]*", rest) is not None
+    return not rest.strip()
 
 
-def _partial_suffix(buf: str, start: int, prefixes: Sequence[str], *, word: bool = False) -> int:
-    """Length of the longest suffix of ``buf[start:]`` that is a proper prefix of a trigger."""
-    low = buf.lower()
-    longest = max((len(p) for p in prefixes), default=0)
-    for size in range(min(longest, len(buf) - start), 0, -1):
-        tail = low[len(buf) - size :]
-        if (
-            word
-            and len(buf) - size > 0
-            and (buf[len(buf) - size - 1].isalnum() or buf[len(buf) - size - 1] in "_.")
-        ):
-            continue
-        if any(p.lower().startswith(tail) for p in prefixes):
+def _find_ci(text: str, needle: str, start: int) -> int:
+    m = re.compile(re.escape(needle), re.IGNORECASE).search(text, start)
+    return m.start() if m else -1
+
+
+def _overlap(buf: str, start: int, closer: str) -> int:
+    """Length of the longest tail of ``buf[start:]`` that is a proper prefix of ``closer``."""
+    low = closer.lower()
+    for size in range(min(len(closer) - 1, len(buf) - start), 0, -1):
+        if low.startswith(buf[len(buf) - size :].lower()):
             return size
     return 0
-
-
-def _could_be_mistral(rest: str) -> bool:
-    return bool(re.fullmatch(r"\s*[A-Za-z_][\w.\-]*\s*(\[A?R?G?S?)?", rest)) or not rest.strip()
-
-
-def _parameter_value(text: str) -> object:
-    stripped = text.strip()
-    decoded = decode_value(stripped) if stripped[:1] in '{["0123456789-tfn' else None
-    if decoded is not None and not decoded[1]:
-        return decoded[0]
-    return stripped

@@ -2,108 +2,47 @@
 
 This is where the shapes of every dialect meet: ``{"name", "arguments"}``, ``{"tool", "args"}``,
 OpenAI's ``{"type": "function", "function": {...}}``, ``{"tool_calls": [...]}``, compact's flat
-``{"tool": "get_weather", "city": "Paris"}`` and ``{"tool": "none"}``, Python-style calls.
-Names are matched to the offered tools despite ``functions.`` prefixes and case drift.
+``{"tool": "get_weather", "city": "Paris"}`` and ``{"tool": "none"}``, Python-style calls
+``[get_weather(city="Paris"), get_time()]``. Names are matched to the offered tools despite
+``functions.`` prefixes and case drift; keys are matched regardless of case and spacing.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from toolshim.dialects._scan import decode_value, literal
-from toolshim.types import ToolSpec
+from toolshim.dialects._scan import decode_value, find_close, literal
+from toolshim.dialects.calls import NOT_A_CALL, Interpretation, ParsedCall, ToolIndex, fold_name
 
-__all__ = ["Interpretation", "ParsedCall", "ToolIndex", "interpret_python", "interpret_value"]
+__all__ = [
+    "ARG_KEYS",
+    "NAME_KEYS",
+    "NOT_A_CALL",
+    "Interpretation",
+    "ParsedCall",
+    "ToolIndex",
+    "interpret_python",
+    "interpret_value",
+]
 
 NAME_KEYS = ("name", "function", "tool", "tool_name", "function_name", "toolname")
 ARG_KEYS = ("arguments", "parameters", "args", "input", "params", "kwargs", "tool_input")
-_ENVELOPE_KEYS = ("tool_calls", "function_calls", "calls", "tools")
+ENVELOPE_KEYS = ("tool_calls", "function_calls", "calls", "tools")
+IGNORED_FLAT_KEYS = frozenset({"type", "id", "index", "call_id"})
+"""Keys of a flat call object that are bookkeeping, never arguments."""
+RESERVED_KEYS = frozenset(
+    {*NAME_KEYS, *ARG_KEYS, *ENVELOPE_KEYS, *IGNORED_FLAT_KEYS, "function_call"}
+)
+"""Keys a flat call object cannot carry as arguments (they would be read as something else)."""
+
 _DECLINE_NAMES = frozenset({"none", "null", "no_tool", "no tool", "nothing", ""})
-_PREFIXES = ("functions.", "function.", "tools.", "tool.", "default_api.", "api.")
-_IGNORED_FLAT_KEYS = frozenset({"type", "id", "index", "call_id"})
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedCall:
-    """A call found in a reply. ``problem`` says what is wrong with it, for the re-ask."""
-
-    name: str
-    arguments: Any
-    raw: str = ""
-    problem: str | None = None
-    repaired: bool = False
-
-    @property
-    def arguments_json(self) -> str:
-        return json.dumps(self.arguments if self.arguments is not None else {}, ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Interpretation:
-    """What a value means: calls (possibly none) and whether the model explicitly declined."""
-
-    calls: tuple[ParsedCall, ...] = ()
-    declined: bool = False
-
-    @property
-    def is_call(self) -> bool:
-        return bool(self.calls) or self.declined
-
-
-NOT_A_CALL = Interpretation()
-
-
-class ToolIndex:
-    """The offered tools, with tolerant name lookup."""
-
-    def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        self.tools = {t.name: t for t in tools if t.is_function}
-        self._folded: dict[str, str] = {}
-        for name in self.tools:
-            self._folded.setdefault(_fold(name), name)
-
-    @property
-    def names(self) -> list[str]:
-        return list(self.tools)
-
-    def resolve(self, name: str) -> str | None:
-        """The offered tool ``name`` refers to, or None. Tolerates prefixes and case drift."""
-        name = name.strip().strip("`'\"")
-        if name in self.tools:
-            return name
-        for prefix in _PREFIXES:
-            if name.lower().startswith(prefix) and name[len(prefix) :] in self.tools:
-                return name[len(prefix) :]
-        folded = _fold(name)
-        for prefix in _PREFIXES:
-            if folded.startswith(_fold(prefix)):
-                folded = folded[len(_fold(prefix)) :]
-                break
-        return self._folded.get(folded)
-
-    def canonical(self, name: str) -> str:
-        """The offered tool's name if ``name`` refers to one, else ``name`` without prefixes."""
-        resolved = self.resolve(name)
-        if resolved is not None:
-            return resolved
-        name = name.strip().strip("`'\"")
-        for prefix in _PREFIXES:
-            if name.lower().startswith(prefix):
-                return name[len(prefix) :]
-        return name
-
-    def parameter_order(self, name: str) -> list[str]:
-        tool = self.tools.get(name)
-        props = tool.parameters.get("properties") if tool else None
-        return list(props) if isinstance(props, Mapping) else []
-
-
-def _fold(name: str) -> str:
-    return name.lower().replace("-", "_").replace(" ", "_")
+_CALL_ONLY_KEYS = ("tool", "tool_name", "toolname")
+"""Name keys that make an object a call even without arguments and with an unknown name."""
+_NAME_CHARS = re.compile(r"[\w.\-:/]{1,128}")
+_CALL_HEAD = re.compile(r"[\w\-][\w.\-]*\s*\(")
 
 
 def interpret_value(
@@ -119,11 +58,11 @@ def interpret_value(
                 tuple(c for p in parts for c in p.calls), declined=all(p.declined for p in parts)
             )
         return NOT_A_CALL
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         return NOT_A_CALL
     obj = {str(k).strip().lower(): v for k, v in value.items()}
 
-    for key in _ENVELOPE_KEYS:
+    for key in ENVELOPE_KEYS:
         inner = obj.get(key)
         if isinstance(inner, list) and (key == "tool_calls" or (inner and _all_mappings(inner))):
             if not inner:
@@ -131,7 +70,7 @@ def interpret_value(
             sub = interpret_value(inner, index, raw, repaired)
             if sub.is_call:
                 return sub
-    if isinstance(obj.get("function_call"), Mapping):
+    if isinstance(obj.get("function_call"), dict):
         return interpret_value(obj["function_call"], index, raw, repaired)
 
     present = [k for k in NAME_KEYS if k in obj]
@@ -142,20 +81,19 @@ def interpret_value(
     if name_key is None:
         return NOT_A_CALL
     name_value = obj[name_key]
-    if isinstance(name_value, Mapping):  # OpenAI shape: {"type": "function", "function": {...}}
+    if isinstance(name_value, dict):  # OpenAI shape: {"type": "function", "function": {...}}
         return interpret_value(name_value, index, raw, repaired)
     if not isinstance(name_value, str):
         return NOT_A_CALL
-    if (
-        name_key in ("tool", "tool_name", "function")
-        and name_value.strip().lower() in _DECLINE_NAMES
-    ):
+    known = index.resolve(name_value)
+    if known is None and name_key != "name" and name_value.strip().lower() in _DECLINE_NAMES:
+        if repaired and not name_value.strip():
+            return NOT_A_CALL  # json-repair made {"tool": ""} out of prose such as "{tool}"
         return Interpretation(declined=True)
 
     arg_key = next((k for k in ARG_KEYS if k in obj), None)
-    known = index.resolve(name_value)
     name = index.canonical(name_value)
-    if not _looks_like_name(name):
+    if _NAME_CHARS.fullmatch(name) is None:
         return NOT_A_CALL
     if arg_key is not None:
         arguments, problem = _arguments(obj[arg_key])
@@ -164,33 +102,48 @@ def interpret_value(
                 f"you repeated the definition of {name!r} instead of calling it; "
                 "give the argument values, not their schema"
             )
+        if known is not None and isinstance(arguments, dict):
+            arguments = match_keys(arguments, index, known)
         return Interpretation((ParsedCall(name, arguments, raw, problem, repaired),))
     flat = {
-        k: v
+        str(k).strip(): v
         for k, v in value.items()
-        if str(k).strip().lower() not in (name_key, *_IGNORED_FLAT_KEYS)
+        if str(k).strip().lower() not in (name_key, *IGNORED_FLAT_KEYS)
     }
     if known is not None:
-        return Interpretation((ParsedCall(known, flat, raw, None, repaired),))
-    if name_key != "name":
+        return Interpretation(
+            (ParsedCall(known, match_keys(flat, index, known), raw, None, repaired),)
+        )
+    if name_key in _CALL_ONLY_KEYS:
         # {"tool": "x", ...} is only ever a call; {"name": "Ada", "age": 3} is data.
         return Interpretation((ParsedCall(name, flat, raw, None, repaired),))
     return NOT_A_CALL
 
 
+def match_keys(arguments: dict[str, Any], index: ToolIndex, tool: str) -> dict[str, Any]:
+    """Rename argument keys that differ from the schema's only in case or ``-``/``_``."""
+    names = index.parameter_order(tool)
+    if not names or all(k in names for k in arguments):
+        return arguments
+    folded = {fold_name(n): n for n in names}
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        target = key if key in names else folded.get(fold_name(key), key)
+        if target in out or (target != key and target in arguments):
+            target = key
+        out[target] = value
+    return out
+
+
 def _all_mappings(items: list[Any]) -> bool:
-    return all(isinstance(i, Mapping) for i in items)
-
-
-def _looks_like_name(name: str) -> bool:
-    return 0 < len(name) <= 128 and not any(c.isspace() for c in name)
+    return all(isinstance(i, dict) for i in items)
 
 
 def _looks_like_schema(arguments: Any) -> bool:
     return (
-        isinstance(arguments, Mapping)
+        isinstance(arguments, dict)
         and arguments.get("type") == "object"
-        and isinstance(arguments.get("properties"), Mapping)
+        and isinstance(arguments.get("properties"), dict)
     )
 
 
@@ -201,36 +154,49 @@ def _arguments(value: Any) -> tuple[Any, str | None]:
         if not value.strip():
             return {}, None
         decoded = decode_value(value)
-        if decoded is None or not isinstance(decoded[0], Mapping):
+        if decoded is None or not isinstance(decoded[0], dict):
             return value, "the arguments are not a JSON object"
         return decoded[0], None
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return dict(value), None
     return value, f"the arguments must be a JSON object, not {type(value).__name__}"
+
+
+# -- Python-style calls ---------------------------------------------------------------------------
 
 
 def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> Interpretation:
     """Interpret Python-style calls: ``[f(a=1), g(b="x")]``, ``f(a=1)``, ``print(f(a=1))``.
 
-    With ``require_known`` every called function must be an offered tool (so that code in an
-    answer is not mistaken for calls); otherwise unknown names come back for the re-ask.
+    Names that are not Python identifiers (``get-weather(...)``) are read too. With
+    ``require_known`` every called function must be an offered tool (so that code in an answer
+    is not mistaken for calls); otherwise unknown names come back for the re-ask.
     """
+    found = _ast_calls(source)
+    if found is None:
+        found = _scanned_calls(source)
+    if not found:
+        return NOT_A_CALL
+    calls = []
+    for dotted, node in found:
+        if require_known and index.resolve(dotted) is None:
+            return NOT_A_CALL
+        calls.append(_python_call(node, index.canonical(dotted), index, source))
+    return Interpretation(tuple(calls))
+
+
+def _ast_calls(source: str) -> list[tuple[str, ast.Call]] | None:
     try:
         tree = ast.parse(source.strip(), mode="exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return NOT_A_CALL
+        return None
     nodes: list[ast.expr] = []
     for stmt in tree.body:
         if not isinstance(stmt, ast.Expr):
-            return NOT_A_CALL
+            return None
         expr = stmt.value
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            nodes.extend(expr.elts)
-        else:
-            nodes.append(expr)
-    if not nodes:
-        return NOT_A_CALL
-    calls = []
+        nodes.extend(expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else [expr])
+    out = []
     for node in nodes:
         if (
             isinstance(node, ast.Call)
@@ -241,15 +207,41 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
         ):
             node = node.args[0]  # Gemma's tool_code: print(get_weather(city="Paris"))
         if not isinstance(node, ast.Call):
-            return NOT_A_CALL
+            return None
         dotted = _dotted(node.func)
         if dotted is None:
-            return NOT_A_CALL
-        known = index.resolve(dotted)
-        if require_known and known is None:
-            return NOT_A_CALL
-        calls.append(_python_call(node, index.canonical(dotted), index, source))
-    return Interpretation(tuple(calls))
+            return None
+        out.append((dotted, node))
+    return out
+
+
+def _scanned_calls(source: str) -> list[tuple[str, ast.Call]] | None:
+    """Calls whose names are not identifiers: ``[get-weather(city="x"), 2fa.check()]``."""
+    text = source.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    out: list[tuple[str, ast.Call]] = []
+    pos = 0
+    while True:
+        while pos < len(text) and (text[pos].isspace() or text[pos] in ",;"):
+            pos += 1
+        if pos >= len(text):
+            return out
+        head = _CALL_HEAD.match(text, pos)
+        if head is None:
+            return None
+        name = text[pos : head.end() - 1].strip()
+        end = find_close(text, head.end() - 1)
+        if end < 0:
+            return None
+        try:
+            node = ast.parse(f"_f({text[head.end() : end - 1]})", mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        out.append((name, node))
+        pos = end
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -274,8 +266,9 @@ def _python_call(node: ast.Call, name: str, index: ToolIndex, raw: str) -> Parse
         for kw in node.keywords:
             if kw.arg is None:
                 value = literal(kw.value)
-                if isinstance(value, Mapping):
-                    arguments.update(value)
+                if not isinstance(value, Mapping):
+                    raise ValueError("** must be followed by a dict of arguments")
+                arguments.update(value)
                 continue
             arguments[kw.arg] = literal(kw.value)
     except ValueError as exc:

@@ -239,7 +239,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         return
     extra: list[Message] = []
     while True:
-        parser = ReplyParser(request.function_tools)
+        parser = turn.dialect.parser(request.function_tools)
         gate = _TextGate()
         calls: list[ParsedCall] = []
         declined = False

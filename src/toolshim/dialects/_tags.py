@@ -1,0 +1,364 @@
+"""Readers for tagged call formats: ``<tool_call>``, ``<function=…>``, Mistral, DeepSeek, gpt-oss.
+
+The formats: ``<tool_call>…</tool_call>``, ``<function=name>…</function>`` (with or without
+``<parameter=…>`` children), ``<function>name</function>{…}``, Mistral's ``[TOOL_CALLS]``,
+DeepSeek's ``<｜tool▁call▁begin｜>`` tokens and gpt-oss's ``to=functions.name``. Each reader gets
+the parser (:class:`Host`) and the index of the tag in its buffer and returns a
+:data:`Resolution`: the segment found and where it ends, or :data:`NEED` when the text so far
+cannot decide yet (only possible before the reply is final).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from toolshim.dialects._scan import decode_value
+from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
+from toolshim.dialects.segments import Segment, calls_segment
+
+__all__ = [
+    "MARKERS",
+    "NEED",
+    "TAG_PREFIXES",
+    "Host",
+    "Resolution",
+    "read_deepseek",
+    "read_function_name_tag",
+    "read_function_tag",
+    "read_harmony",
+    "read_mistral",
+    "read_tool_call",
+]
+
+
+NEED = None
+"""A reader's answer when the text so far cannot decide (only before the reply is final)."""
+
+Resolution = tuple[Segment | None, int] | None
+"""The segment read (None: the text there is prose) and where it ends; or :data:`NEED`."""
+
+MARKERS = (
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|tool_call|>",
+    "<|/tool_call|>",
+    "<|tool_calls|>",
+    "<|/tool_calls|>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<function_call>",
+    "</function_call>",
+    "<functioncall>",
+    "</functioncall>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "</tool_call>",
+    "<tools>",
+    "</tools>",
+    "</function>",
+    "<|channel|>",
+    "<|constrain|>",
+    "<|message|>",
+    "<|call|>",
+    "<|start|>",
+    "<|end|>",
+    "<|return|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜end▁of▁sentence｜>",
+)
+"""Tokens that carry no content of their own: dropped wherever they appear."""
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+DEEPSEEK_OPEN = "<｜tool▁call▁begin｜>"
+DEEPSEEK_SEP = "<｜tool▁sep｜>"
+DEEPSEEK_CLOSE = "<｜tool▁call▁end｜>"
+TAG_PREFIXES = (
+    TOOL_CALL_OPEN,
+    "<function=",
+    "<function>",
+    "<think>",
+    "<thinking>",
+    DEEPSEEK_OPEN,
+    *MARKERS,
+)
+"""Every tag the parser reacts to (a buffer ending in a prefix of one must wait)."""
+
+_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>", re.IGNORECASE)
+_FUNCTION_NAME_TAG = re.compile(r"<function>\s*([^<>\s]{1,128})\s*</function>", re.IGNORECASE)
+_FUNCTION_CLOSE = re.compile(r"</function>", re.IGNORECASE)
+_TOOL_CALL_END = re.compile(r"<tool_call>|</tool_call>", re.IGNORECASE)
+_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>", re.IGNORECASE)
+_PARAMETER_END = re.compile(r"</parameter>|<parameter=", re.IGNORECASE)
+_MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(\[ARGS\])?\s*")
+_HARMONY_HEADER = re.compile(
+    r"(?:\s|<\|constrain\|>|<\|channel\|>|<\|message\|>|commentary|analysis|json|code)*",
+    re.IGNORECASE,
+)
+_DEEPSEEK_END = re.compile(re.escape(DEEPSEEK_CLOSE) + "|" + re.escape(DEEPSEEK_OPEN))
+_FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_STRAY = re.compile(r"[\s}\]),;]*")
+
+
+class Host(Protocol):
+    """What a reader needs from the parser."""
+
+    index: ToolIndex
+
+    @property
+    def buf(self) -> str: ...
+
+    def close_of(self, start: int) -> int:
+        """End of the bracket opened at ``start`` (-1 while it is open); resumable."""
+
+    def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
+        """``pattern.search(buf, begin)``, resuming an earlier failed search for ``key``."""
+
+    def inner(self, body: str, *, python: bool) -> Interpretation | None:
+        """The calls in a tag's or fence's body, if the body is nothing but calls."""
+
+
+def only_stray(text: str) -> bool:
+    """True when ``text`` is nothing but spaces and stray closing brackets (``}}}``)."""
+    return _STRAY.fullmatch(text) is not None
+
+
+def read_tool_call(host: Host, t: int, final: bool) -> Resolution:
+    """``<tool_call>{…}</tool_call>``; the closing tag may be missing."""
+    buf = host.buf
+    start = t + len(TOOL_CALL_OPEN)
+    j = start
+    while j < len(buf) and buf[j].isspace():
+        j += 1
+    if j >= len(buf) and not final:
+        return NEED
+    if j < len(buf) and buf[j] in "{[":
+        close = host.close_of(j)
+        if close < 0 and not final:
+            return NEED
+        if close >= 0:
+            k = close
+            while k < len(buf) and buf[k].isspace():
+                k += 1
+            rest = buf[k : k + len(TOOL_CALL_CLOSE)]
+            if not final and len(rest) < len(TOOL_CALL_CLOSE) and TOOL_CALL_CLOSE.startswith(rest):
+                return NEED
+            end = k + len(TOOL_CALL_CLOSE) if rest.lower() == TOOL_CALL_CLOSE else close
+            return _tool_call_segment(host, buf[t:end], buf[j:close]), end
+    m = host.find(_TOOL_CALL_END, t, start)
+    if m is None:
+        if not final:
+            return NEED
+        body, end = buf[start:], len(buf)
+    elif m.group().lower() == TOOL_CALL_CLOSE:
+        body, end = buf[start : m.start()], m.end()
+    else:
+        body, end = buf[start : m.start()], m.start()
+    return _tool_call_segment(host, buf[t:end], body), end
+
+
+def _tool_call_segment(host: Host, raw: str, body: str) -> Segment:
+    meaning = host.inner(body, python=True)
+    if meaning is None:
+        problem = (
+            'the text inside <tool_call>…</tool_call> is not a call of the form {"name": ..., '
+            '"arguments": {...}}'
+        )
+        meaning = Interpretation((ParsedCall("", None, raw, problem),))
+    return calls_segment(raw, meaning)
+
+
+def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
+    """``<function=name>{json}</function>`` (Llama) or with ``<parameter=k>v</parameter>``
+    children (Qwen3-Coder)."""
+    buf = host.buf
+    m = _FUNCTION_TAG.match(buf, t)
+    if m is None:
+        if not final and ">" not in buf[t : t + 200]:
+            return NEED
+        return None, t + 1
+    close = host.find(_FUNCTION_CLOSE, t, m.end())
+    if close is None:
+        if not final:
+            return NEED
+        body, end = buf[m.end() :], len(buf)
+    else:
+        body, end = buf[m.end() : close.start()], close.end()
+    raw = buf[t:end]
+    name = host.index.canonical(m.group(1))
+    if _PARAMETER.search(body):
+        call = ParsedCall(name, parameters(body, name, host.index), raw)
+    else:
+        call = _json_arguments_call(name, body, raw)
+    return calls_segment(raw, Interpretation((call,))), end
+
+
+def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
+    """``<function>name</function>`` followed by the arguments as a JSON object."""
+    buf = host.buf
+    m = _FUNCTION_NAME_TAG.match(buf, t)
+    if m is None:
+        if not final and "</function>" not in buf[t : t + 200].lower():
+            return NEED
+        return None, t + 1
+    j = m.end()
+    while j < len(buf) and buf[j].isspace():
+        j += 1
+    if j >= len(buf) and not final:
+        return NEED
+    name = host.index.canonical(m.group(1))
+    if j < len(buf) and buf[j] == "{":
+        close = host.close_of(j)
+        if close < 0:
+            if not final:
+                return NEED
+            close = len(buf)
+        raw = buf[t:close]
+        call = _json_arguments_call(name, buf[j:close], raw)
+        return calls_segment(raw, Interpretation((call,))), close
+    raw = buf[t : m.end()]
+    return calls_segment(raw, Interpretation((ParsedCall(name, {}, raw),))), m.end()
+
+
+def read_mistral(host: Host, start: int, final: bool) -> Resolution:
+    """After ``[TOOL_CALLS]``: ``name[ARGS]{…}`` / ``name{…}`` (a JSON list is read as usual)."""
+    buf = host.buf
+    m = _MISTRAL_HEAD.match(buf, start)
+    if m and m.end() < len(buf) and buf[m.end()] == "{":
+        end = host.close_of(m.end())
+        if end < 0 and not final:
+            return NEED
+        end = len(buf) if end < 0 else end
+        decoded = decode_value(buf[m.end() : end])
+        args = decoded[0] if decoded is not None else None
+        problem = None if isinstance(args, Mapping) else "the arguments are not a JSON object"
+        raw = buf[start - len("[TOOL_CALLS]") : end]
+        call = ParsedCall(host.index.canonical(m.group(1)), args, raw, problem)
+        return calls_segment(raw, Interpretation((call,))), end
+    if not final and _could_be_mistral(buf[start:]):
+        return NEED
+    return Segment("marker", "[TOOL_CALLS]"), start
+
+
+def _could_be_mistral(rest: str) -> bool:
+    return not rest.strip() or bool(
+        re.fullmatch(r"\s*[A-Za-z_][\w.\-]*\s*(\[A?R?G?S?\]?)?\s*", rest)
+    )
+
+
+def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> Resolution:
+    """gpt-oss: ``to=functions.NAME [<|constrain|>]json<|message|>{…}[<|call|>]``."""
+    buf = host.buf
+    header = _HARMONY_HEADER.match(buf, name_end)
+    j = header.end() if header else name_end
+    if j >= len(buf):
+        return NEED if not final and j - name_end < 80 else (None, name_end)
+    if buf[j] != "{":
+        if not final and j - name_end < 80 and _partial_harmony(buf[j:]):
+            return NEED
+        return None, name_end
+    close = host.close_of(j)
+    if close < 0:
+        if not final:
+            return NEED
+        close = len(buf)
+    end = close
+    for token in ("<|call|>", "<|end|>"):
+        if buf.startswith(token, close):
+            end = close + len(token)
+            break
+    raw = buf[t:end]
+    call = _json_arguments_call(host.index.canonical(name), buf[j:close], raw)
+    return calls_segment(raw, Interpretation((call,))), end
+
+
+def _partial_harmony(rest: str) -> bool:
+    low = rest.lower()
+    return any(w.startswith(low) for w in ("<|constrain|>", "<|message|>", "commentary", "json"))
+
+
+def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
+    """``<｜tool▁call▁begin｜>[function<｜tool▁sep｜>]name…<｜tool▁call▁end｜>`` (DeepSeek V3/R1/V3.1)."""
+    buf = host.buf
+    start = t + len(DEEPSEEK_OPEN)
+    m = host.find(_DEEPSEEK_END, t, start)
+    if m is None:
+        if not final:
+            return NEED
+        body, end = buf[start:], len(buf)
+    else:
+        body = buf[start : m.start()]
+        end = m.end() if m.group() == DEEPSEEK_CLOSE else m.start()
+    raw = buf[t:end]
+    head, sep, rest = body.partition(DEEPSEEK_SEP)
+    if not sep:
+        call = ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
+    elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
+        name, _, args = rest.strip().partition("\n")
+        call = _json_arguments_call(host.index.canonical(name.strip()), _unfence(args), raw)
+    else:  # V3.1: NAME<sep>{…}
+        call = _json_arguments_call(host.index.canonical(head.strip()), rest, raw)
+    return calls_segment(raw, Interpretation((call,))), end
+
+
+def _unfence(text: str) -> str:
+    m = _FENCE.match(text)
+    return m.group(1) if m else text
+
+
+def _json_arguments_call(name: str, body: str, raw: str) -> ParsedCall:
+    if not body.strip():
+        return ParsedCall(name, {}, raw)
+    decoded = decode_value(body)
+    if decoded is None or not isinstance(decoded[0], Mapping):
+        return ParsedCall(name, None, raw, "the arguments are not a JSON object")
+    return ParsedCall(name, dict(decoded[0]), raw, None, decoded[1])
+
+
+def parameters(body: str, name: str, index: ToolIndex) -> dict[str, Any]:
+    """``<parameter=k>v</parameter>`` children, each value read according to the tool's schema."""
+    out: dict[str, Any] = {}
+    pos = 0
+    while True:
+        m = _PARAMETER.search(body, pos)
+        if m is None:
+            return out
+        end = _PARAMETER_END.search(body, m.end())
+        value = body[m.end() : end.start() if end else len(body)]
+        key = m.group(1).strip("\"'")
+        out[key] = parameter_value(value, index.parameter_type(name, key))
+        pos = (
+            end.end()
+            if end and end.group().lower() == "</parameter>"
+            else (end.start() if end else len(body))
+        )
+
+
+def parameter_value(text: str, kind: str | None) -> Any:
+    """A ``<parameter>`` value: a string stays text; other types are decoded leniently."""
+    if kind == "string":
+        if text.startswith("\n"):
+            text = text[1:]
+        return text[:-1] if text.endswith("\n") else text
+    stripped = text.strip()
+    if kind is None and stripped[:1] not in '{["0123456789-tfnTFN':
+        return stripped
+    decoded = decode_value(stripped)
+    if decoded is None or (kind is None and decoded[1]):
+        return stripped
+    value = decoded[0]
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -1,0 +1,1 @@
+"""Tests of the dialects and the tolerant extraction layer."""

@@ -287,13 +287,20 @@ async def test_a_call_cut_off_by_max_tokens_is_not_reasked() -> None:
     assert any("cut off by max_tokens" in w for w in completion.meta.warnings)
 
 
-async def test_a_cut_off_call_that_repairs_cleanly_is_returned() -> None:
+async def test_a_cut_off_call_that_only_parses_after_repair_is_not_trusted() -> None:
     cut = Reply(
-        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"',
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Par',
         finish_reason="length",
     )
     engine, upstream = force(cut)
     completion = await engine.acomplete(request(max_tokens=20))
     assert upstream.calls == 1
-    assert completion.message.tool_calls[0].name == "get_weather"
+    assert completion.message.tool_calls == ()
+    assert completion.finish_reason == "length"
+
+
+async def test_a_complete_call_that_ends_at_max_tokens_is_returned() -> None:
+    whole = Reply('{"name": "get_weather", "arguments": {"city": "Paris"}}', finish_reason="length")
+    engine, _ = force(whole)
+    completion = await engine.acomplete(request(max_tokens=20))
     assert json.loads(completion.message.tool_calls[0].arguments) == {"city": "Paris"}

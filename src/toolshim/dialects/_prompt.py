@@ -26,19 +26,26 @@ __all__ = [
 class PromptOptions:
     """What the tool prompt must say besides the tools: the tool_choice, parallelism, strategy."""
 
-    __slots__ = ("choice", "decision", "parallel")
+    __slots__ = ("choice", "constrained", "decision", "parallel")
 
     def __init__(
-        self, choice: ToolChoice = ToolChoice.AUTO, *, parallel: bool = True, decision: bool = False
+        self,
+        choice: ToolChoice = ToolChoice.AUTO,
+        *,
+        parallel: bool = True,
+        decision: bool = False,
+        constrained: bool = False,
     ) -> None:
         self.choice = choice
         self.parallel = parallel
         self.decision = decision
+        self.constrained = constrained
+        """The reply will be held to the dialect's ``response_format`` JSON Schema."""
 
     def __repr__(self) -> str:
         return (
             f"PromptOptions({self.choice.describe()}, parallel={self.parallel}, "
-            f"decision={self.decision})"
+            f"decision={self.decision}, constrained={self.constrained})"
         )
 
 

@@ -83,6 +83,16 @@ _TRIGGER = re.compile(r"[{\[<`]")
 _FENCE_HEAD = re.compile(r"```([\w+\-.]*)[ \t]*\n?")
 _FENCE_CLOSE = re.compile(r"```")
 _PY_LIST = re.compile(r"\[\s*[\w\-][\w.\-]*\s*\(")
+_ANSWER_KEY = re.compile(r'\{\s*"answer"\s*:', re.IGNORECASE)
+
+
+def _is_answer(value: object) -> bool:
+    """``{"answer": "<text>"}`` and nothing else."""
+    return (
+        isinstance(value, dict) and list(value) == ["answer"] and isinstance(value["answer"], str)
+    )
+
+
 _MAYBE_CALL = re.compile(r"name|tool|function|calls|[<(`]", re.IGNORECASE)
 _MARKER_RE = re.compile("|".join(re.escape(m) for m in MARKERS), re.IGNORECASE)
 _HOLD_PREFIXES = tuple(p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS))
@@ -301,6 +311,11 @@ class ReplyParser:
                 )
                 if meaning.calls:
                     return calls_segment(candidate, meaning), end
+        if buf[t] == "{" and not buf[:t].strip() and _ANSWER_KEY.match(candidate):
+            answer = decode_value(candidate)
+            if answer is not None and _is_answer(answer[0]):
+                # {"answer": "..."} opening a reply: the constrained json dialect's text branch.
+                return Segment("text", answer[0]["answer"]), end
         if _MAYBE_CALL.search(candidate) is None:
             return None, end  # no name, tool or tag anywhere inside: data, or prose
         decoded = decode_value(candidate)

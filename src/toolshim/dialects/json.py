@@ -20,6 +20,33 @@ from toolshim.types import ToolCall, ToolSpec
 __all__ = ["JsonDialect"]
 
 _SHAPE = '{"tool_calls": [{"name": "<tool name>", "arguments": {...}}]}'
+_ANSWER = '{"answer": "<your answer>"}'
+ANSWER_MAX_LENGTH = 8000
+"""Longest text answer a constrained reply may hold."""
+STRING_MAX_LENGTH = 2000
+"""Longest string argument a constrained call may hold when its schema sets no bound."""
+
+
+def bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` whose unbounded strings get ``maxLength`` (recursively)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if isinstance(value, Mapping):
+            if key in ("properties", "$defs", "definitions", "patternProperties"):
+                out[key] = {
+                    k: bounded(v) if isinstance(v, Mapping) else v for k, v in value.items()
+                }
+            else:
+                out[key] = bounded(value)
+        elif isinstance(value, list) and key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            out[key] = [bounded(v) if isinstance(v, Mapping) else v for v in value]
+        else:
+            out[key] = value
+    kinds = out.get("type")
+    is_string = kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+    if is_string and "maxLength" not in out and "enum" not in out and "const" not in out:
+        out["maxLength"] = STRING_MAX_LENGTH
+    return out
 
 
 class JsonDialect(Dialect):
@@ -57,6 +84,15 @@ class JsonDialect(Dialect):
                 f"Example: {example}",
             ]
             decline = 'reply {"tool_calls": []}.'
+        elif options.constrained:
+            lines += [
+                "# Your reply",
+                "",
+                f"Reply with one JSON object. To call tools: {_SHAPE}",
+                f"Example: {example}",
+                f"To answer without a tool: {_ANSWER}",
+            ]
+            decline = f"reply {_ANSWER}."
         else:
             lines += [
                 "# How to call a tool",
@@ -84,14 +120,17 @@ class JsonDialect(Dialect):
         return json.dumps({"tool_calls": items}, ensure_ascii=False)
 
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
+        if options.constrained and not options.decision:
+            return f"To call a tool, reply with only {_SHAPE}; to answer, {_ANSWER}."
         return f"To call a tool, reply with only {_SHAPE}."
 
     def response_format(
         self, tools: Sequence[ToolSpec], options: PromptOptions
     ) -> Mapping[str, Any] | None:
-        """In the decision strategy the reply is JSON only: constrain it to calls of the tools."""
-        if not options.decision:
-            return None
+        """A JSON Schema that admits exactly the valid replies: calls of the offered tools (names
+        as constants, their argument schemas, at most one call without parallel calls) or, unless
+        tool_choice forbids it, a text answer. Strings are bounded so that a small model held to
+        the schema cannot run on inside one."""
         shown = tools_needing(tools, options)
         call = {
             "anyOf": [
@@ -99,21 +138,39 @@ class JsonDialect(Dialect):
                     "type": "object",
                     "properties": {
                         "name": {"const": t.name},
-                        "arguments": dict(t.parameters) or {"type": "object"},
+                        "arguments": bounded(dict(t.parameters) or {"type": "object"}),
                     },
                     "required": ["name", "arguments"],
+                    "additionalProperties": False,
                 }
                 for t in shown
             ]
         }
         calls: dict[str, Any] = {"type": "array", "items": call}
-        if options.choice.kind in ("required", "function"):
+        forced = options.choice.kind in ("required", "function")
+        if forced:
             calls["minItems"] = 1
-        if options.choice.kind == "function" or not options.parallel:
+        if options.choice.kind == "function" or not options.parallel or self.max_calls == 1:
             calls["maxItems"] = 1
-        schema = {
-            "type": "object",
-            "properties": {"tool_calls": calls},
-            "required": ["tool_calls"],
+        branches: list[dict[str, Any]] = [
+            {
+                "type": "object",
+                "properties": {"tool_calls": calls},
+                "required": ["tool_calls"],
+                "additionalProperties": False,
+            }
+        ]
+        if not options.decision and not forced:
+            branches.append(
+                {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string", "maxLength": ANSWER_MAX_LENGTH}},
+                    "required": ["answer"],
+                    "additionalProperties": False,
+                }
+            )
+        schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "tool_calls", "strict": True, "schema": schema},
         }
-        return {"type": "json_schema", "json_schema": {"name": "tool_calls", "schema": schema}}

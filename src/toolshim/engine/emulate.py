@@ -51,7 +51,7 @@ def emulation_body(
     if text is not None:
         response_format = turn.dialect.response_format(tools, turn.prompt_options)
         if response_format is not None and turn.constrained:
-            params.setdefault("response_format", dict(response_format))
+            params["response_format"] = dict(response_format)
     body = request_to_body(
         replace(request, messages=messages, stream=stream, params=params), tools=False
     )
@@ -68,20 +68,26 @@ def tool_call_message(calls: Sequence[ParsedCall]) -> Message:
     )
 
 
-def judge(turn: Turn, text: str) -> tuple[ParsedReply, Verdict]:
-    """Parse a reply and check it against the tools and the tool_choice."""
+def check(turn: Turn, calls: Sequence[ParsedCall], finish: str | None = None) -> Verdict:
+    """Check parsed calls against the turn's tools, tool_choice and the dialect's limits."""
     request = turn.request
-    parsed = turn.dialect.parse(text, request.function_tools)
     verdict = validate_calls(
-        parsed.calls,
+        calls,
         request.function_tools,
         request.choice,
         parallel=request.parallel_tool_calls is not False,
         max_calls=turn.dialect.max_calls,
+        truncated=finish == "length",
     )
     for warning in verdict.warnings:
         turn.warn(warning)
-    return parsed, verdict
+    return verdict
+
+
+def judge(turn: Turn, text: str, finish: str | None = None) -> tuple[ParsedReply, Verdict]:
+    """Parse a reply and check it against the tools and the tool_choice."""
+    parsed = turn.dialect.parse(text, turn.request.function_tools)
+    return parsed, check(turn, parsed.calls, finish)
 
 
 def _with_choice(
@@ -131,7 +137,7 @@ def _settle_choices(
     first_problems: tuple[str, ...] = ()
     first_parsed: ParsedReply | None = None
     for choice in completion.choices:
-        parsed, verdict = judge(turn, choice.message.text)
+        parsed, verdict = judge(turn, choice.message.text, choice.finish_reason)
         if choice.index == completion.choices[0].index:
             first_problems, first_parsed = verdict.problems, parsed
         if verdict.ok and verdict.calls:
@@ -202,7 +208,7 @@ async def _decision(turn: Turn) -> Completion:
     extra: list[Message] = []
     while True:
         completion = await turn.call(emulation_body(turn, extra))
-        parsed, verdict = judge(turn, completion.message.text)
+        parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
         if verdict.ok and verdict.calls:
             return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")
         if verdict.ok:
@@ -259,7 +265,7 @@ def rescue(turn: Turn, completion: Completion) -> Completion | None:
     message = completion.message
     if not request.wants_tools or message.tool_calls or not message.text.strip():
         return None
-    parsed, verdict = judge(turn, message.text)
+    parsed, verdict = judge(turn, message.text, completion.finish_reason)
     if not parsed.calls or not verdict.ok:
         return None
     turn.warn(RESCUED_WARNING)

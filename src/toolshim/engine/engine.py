@@ -24,14 +24,14 @@ from typing import Any, TypeVar
 from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
-from toolshim.dialects import get_dialect
+from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine import streaming
 from toolshim.engine.emulate import emulate, emulation_body, native_problems, rescue
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.options import EngineOptions
 from toolshim.engine.turn import Turn
 from toolshim.errors import UpstreamError
-from toolshim.types import ChatRequest, Completion, Mode, StreamChunk
+from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai import parse_request, request_to_body
@@ -62,6 +62,7 @@ class Engine:
         dialect: str | None = None,
         max_reasks: int = 2,
         rescue: bool = True,
+        constrain: bool | None = None,
         registry: Registry | str | os.PathLike[str] | None = None,
         api_key: str | None = None,
     ) -> None:
@@ -69,7 +70,12 @@ class Engine:
             OpenAIUpstream(upstream, api_key=api_key) if isinstance(upstream, str) else upstream
         )
         self.options = EngineOptions.build(
-            mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks, rescue=rescue
+            mode=mode,
+            strategy=strategy,
+            dialect=dialect,
+            max_reasks=max_reasks,
+            rescue=rescue,
+            constrain=constrain,
         )
         if isinstance(registry, Registry):
             self.registry = registry
@@ -173,16 +179,28 @@ class Engine:
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
-        structured = self.registry.fact(key, chat.model, "structured_output")
+        dialect = get_dialect(dialect_name)
+        constrain = options.constrain
+        if constrain is None:
+            structured = self.registry.fact(key, chat.model, "structured_output")
+            constrain = bool(structured and structured.support is Support.YES)
+        if constrain:
+            probe = PromptOptions(
+                chat.choice,
+                parallel=chat.parallel_tool_calls is not False,
+                decision=options.strategy is Strategy.DECISION,
+                constrained=True,
+            )
+            constrain = dialect.response_format(chat.function_tools, probe) is not None
         return Turn(
             request=chat,
             upstream=self.upstream,
             mode=options.mode,
             strategy=options.strategy,
-            dialect=get_dialect(dialect_name),
+            dialect=dialect,
             max_reasks=options.max_reasks,
             headers=headers,
-            constrained=bool(structured and structured.support is Support.YES),
+            constrained=constrain,
         )
 
     def support(self, model: str) -> Support:

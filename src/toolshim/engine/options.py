@@ -41,7 +41,10 @@ class EngineOptions:
     dialect: str | None = None
     max_reasks: int = 2
     rescue: bool = True
-    """Turn a native reply's text that holds a valid call into a tool call (issue: rescue)."""
+    """Turn a native reply's text that holds a valid call into a tool call."""
+    constrain: bool | None = None
+    """Hold emulated replies to a JSON Schema: None asks the registry whether the upstream
+    honours ``response_format`` (fact ``structured_output``); True/False force it."""
 
     def __post_init__(self) -> None:
         if self.max_reasks < 0:
@@ -60,18 +63,26 @@ class EngineOptions:
         dialect: str | None = None,
         max_reasks: int = 2,
         rescue: bool = True,
+        constrain: bool | None = None,
     ) -> EngineOptions:
-        return cls(parse_mode(mode), parse_strategy(strategy), dialect or None, max_reasks, rescue)
+        return cls(
+            parse_mode(mode),
+            parse_strategy(strategy),
+            dialect or None,
+            max_reasks,
+            rescue,
+            constrain,
+        )
 
     def override(self, values: Mapping[str, Any] | None) -> EngineOptions:
         """These options with per-request ``mode``/``strategy``/``dialect``/``max_reasks`` applied."""
         if not values:
             return self
-        unknown = set(values) - {"mode", "strategy", "dialect", "max_reasks"}
+        unknown = set(values) - {"mode", "strategy", "dialect", "max_reasks", "constrain"}
         if unknown:
             raise ConfigError(
                 f"unknown toolshim option(s) {sorted(unknown)}; "
-                "known: mode, strategy, dialect, max_reasks",
+                "known: mode, strategy, dialect, max_reasks, constrain",
                 param="toolshim",
             )
         changes: dict[str, Any] = {}
@@ -86,4 +97,9 @@ class EngineOptions:
                 changes["max_reasks"] = int(values["max_reasks"])
             except (TypeError, ValueError):
                 raise ConfigError("max_reasks must be an integer", param="max_reasks") from None
+        if values.get("constrain") is not None:
+            flag = values["constrain"]
+            if not isinstance(flag, bool):
+                raise ConfigError("constrain must be true or false", param="constrain")
+            changes["constrain"] = flag
         return replace(self, **changes)

@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from toolshim.dialects.extract import ReplyParser, Segment
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.emulate import emulation_body, judge, native_problems, rescue
+from toolshim.engine.emulate import (
+    check,
+    cut_off,
+    emulation_body,
+    judge,
+    native_problems,
+    rescue,
+)
 from toolshim.engine.turn import RESCUED_WARNING, Turn, emulated_id
-from toolshim.engine.validate import Verdict, reask_message, validate_calls
+from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError, UpstreamError
 from toolshim.types import Completion, Message, Mode, StreamChunk, ToolCallDelta
 from toolshim.wire.openai import chunk_from_dict, completion_from_dict, request_to_body
@@ -157,7 +164,7 @@ async def _rescuing_relay(
     if not native_calls:
         for text in _texts(parser.finish(), calls, gate):
             yield StreamChunk(content=text)
-        verdict = _verdict(turn, calls)
+        verdict = check(turn, calls, finish)
         if calls and verdict.ok:
             turn.warn(RESCUED_WARNING)
             for chunk in call_chunks(verdict.calls):
@@ -259,7 +266,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             declined |= seg.declined
             for text in _texts([seg], calls, gate):
                 yield StreamChunk(content=text)
-        verdict = _verdict(turn, calls)
+        verdict = check(turn, calls, finish)
         if verdict.ok and verdict.calls:
             for chunk in call_chunks(verdict.calls):
                 yield chunk
@@ -316,7 +323,7 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
     extra: list[Message] = []
     while True:
         completion = await turn.call(emulation_body(turn, extra))
-        _, verdict = judge(turn, completion.message.text)
+        _, verdict = judge(turn, completion.message.text, completion.finish_reason)
         if verdict.ok and verdict.calls:
             for chunk in call_chunks(verdict.calls):
                 yield chunk
@@ -333,6 +340,14 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
             async for chunk in _plain_text(
                 turn, emulation_body(turn, instructions=False, stream=True)
             ):
+                yield chunk
+            return
+        if completion.finish_reason == "length":
+            cut = cut_off(turn, completion, verdict.problems, None)
+            if cut.message.text:
+                yield StreamChunk(content=cut.message.text)
+            yield StreamChunk(finish_reason="length")
+            async for chunk in _usage(turn):
                 yield chunk
             return
         if turn.reasks >= turn.max_reasks:
@@ -367,17 +382,6 @@ async def _plain_text(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamC
 async def _usage(turn: Turn) -> AsyncIterator[StreamChunk]:
     if _include_usage(turn) and turn.usage is not None:
         yield StreamChunk(usage=turn.usage)
-
-
-def _verdict(turn: Turn, calls: Sequence[ParsedCall]) -> Verdict:
-    request = turn.request
-    return validate_calls(
-        calls,
-        request.function_tools,
-        request.choice,
-        parallel=request.parallel_tool_calls is not False,
-        max_calls=turn.dialect.max_calls,
-    )
 
 
 class _TextGate:

@@ -38,7 +38,8 @@ class Turn:
     max_reasks: int
     headers: Mapping[str, str] | None = None
     constrained: bool = False
-    """Ask the upstream for a JSON-Schema response_format that admits only valid replies."""
+    """Ask the upstream for the dialect's JSON-Schema response_format (set only when the
+    upstream honours it and the dialect has one for this turn)."""
     llm_calls: int = 0
     reasks: int = 0
     emulated: bool = False
@@ -52,6 +53,7 @@ class Turn:
             self.request.choice,
             parallel=self.request.parallel_tool_calls is not False,
             decision=self.strategy is Strategy.DECISION,
+            constrained=self.constrained,
         )
 
     def warn(self, message: str) -> None:

@@ -43,8 +43,13 @@ def validate_calls(
     *,
     parallel: bool = True,
     max_calls: int | None = None,
+    truncated: bool = False,
 ) -> Verdict:
-    """Check names, arguments and the tool_choice/parallel rules; coerce obvious scalar drift."""
+    """Check names, arguments and the tool_choice/parallel rules; coerce obvious scalar drift.
+
+    ``truncated`` says the reply stopped at ``max_tokens``: a call that only parsed after
+    repair may have lost the end of an argument, so it is not trusted.
+    """
     by_name = {t.name: t for t in tools if t.is_function}
     available = ", ".join(repr(n) for n in by_name) or "(none)"
     problems: list[str] = []
@@ -75,6 +80,8 @@ def validate_calls(
             continue
         good.append(ParsedCall(call.name, arguments, call.raw, None, call.repaired))
 
+    if truncated and any(c.repaired for c in calls):
+        problems.append("the reply was cut off by max_tokens in the middle of a tool call")
     limit = 1 if not parallel else max_calls
     if choice.kind == "none" and calls:
         problems.append("no tool may be called now (tool_choice is 'none'); answer in text")

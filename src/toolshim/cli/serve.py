@@ -1,0 +1,296 @@
+"""``toolshim serve``: run the OpenAI-compatible proxy in front of an upstream or the embedded model."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from toolshim.errors import ConfigError, LocalModelError, StoreError, ToolshimError
+
+if TYPE_CHECKING:
+    from toolshim.capabilities.registry import Registry
+
+__all__ = ["register", "serve"]
+
+log = logging.getLogger("toolshim.server")
+
+_HELP = """Run the OpenAI-compatible proxy: point any OpenAI client at http://HOST:PORT/v1.
+
+Requests with `tools` go to the upstream natively where the model supports them and are
+emulated where it does not (tools described in the prompt, calls parsed out of the text,
+validated, returned as real `tool_calls`). Without --upstream the embedded local model is
+served (it is assembled on first use).
+
+Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks"})
+or the headers x-toolshim-mode / -strategy / -dialect override these defaults.
+
+Endpoints: POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /metrics.
+"""
+
+
+class _Stop(Exception):
+    """SIGTERM arrived: shut down like Ctrl-C does."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Stop
+
+
+def _fail(message: str, hint: str | None = None) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    if hint:
+        typer.echo(f"hint: {hint}", err=True)
+    raise typer.Exit(2)
+
+
+def serve(
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            envvar="TOOLSHIM_UPSTREAM",
+            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 "
+            "(Ollama). Default: the embedded local model.",
+            show_default=False,
+        ),
+    ] = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-file",
+            envvar="TOOLSHIM_MODEL_FILE",
+            help="Serve this .gguf file with the embedded llama.cpp server instead of an upstream.",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_MODE",
+            help="auto (learn per model) | off (native only) | fallback (native, then emulate) "
+            "| force (always emulate) | strip (drop tools for models without them).",
+        ),
+    ] = "auto",
+    strategy: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_STRATEGY",
+            help="single (one request) | decision (a JSON decision request, then the answer).",
+        ),
+    ] = "single",
+    dialect: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOOLSHIM_DIALECT",
+            help="Prompt format for emulated tools (json, hermes, …). Default: per model, else json.",
+            show_default=False,
+        ),
+    ] = None,
+    registry: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="TOOLSHIM_REGISTRY",
+            help="Capability store (SQLite file). Default: in the user data directory.",
+            show_default=False,
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(envvar="TOOLSHIM_HOST", help="Address to listen on.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[
+        int, typer.Option(envvar="TOOLSHIM_PORT", help="Port to listen on (0: any free port).")
+    ] = 8080,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_LOG_LEVEL",
+            help="debug | info | warning | error. info logs one line per request (mode, "
+            "emulated, LLM calls, time); debug also shows the messages sent upstream (roles, "
+            "sizes) and the model's raw text.",
+        ),
+    ] = "info",
+    upstream_api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOOLSHIM_UPSTREAM_API_KEY",
+            help="API key sent upstream in place of the caller's Authorization header.",
+            show_default=False,
+        ),
+    ] = None,
+    max_reasks: Annotated[
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_REASKS",
+            help="Re-asks after an invalid emulated tool call before giving up.",
+            min=0,
+        ),
+    ] = 2,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_TIMEOUT",
+            help="Seconds to wait for each read from the upstream (local models can be slow).",
+            min=0.1,
+        ),
+    ] = 600.0,
+) -> None:
+    """Run the OpenAI-compatible proxy."""
+    from toolshim.engine import Engine, EngineOptions
+    from toolshim.server import configure_logging, create_app
+    from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
+
+    try:
+        configure_logging(log_level, secrets=[upstream_api_key or ""])
+        EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
+    except ConfigError as exc:
+        _fail(exc.message)
+    if upstream and model_file:
+        _fail("--upstream and --model-file are alternatives; pass one of them")
+    if model_file is not None and not model_file.is_file():
+        _fail(f"model file {str(model_file)!r} does not exist")
+    sock = _listen(host, port)
+    bound_port = sock.getsockname()[1]
+    previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    embedded: Any = None
+    try:
+        try:
+            capabilities: dict[str, Any] = {}
+            default_model = None
+            if upstream is None:
+                embedded = _start_embedded(model_file)
+                upstream = str(embedded.base_url)
+                default_model = str(embedded.model)
+                capabilities = dict(embedded.capabilities() or {})
+            client = AiohttpUpstream(upstream, api_key=upstream_api_key, timeout=timeout)
+            store = _open_registry(registry)
+            if default_model is not None:
+                _learn(store, client.key, default_model, capabilities)
+            engine = Engine(
+                client,
+                mode=mode,
+                strategy=strategy,
+                dialect=dialect,
+                max_reasks=max_reasks,
+                registry=store,
+            )
+        except LocalModelError as exc:
+            _fail(exc.message, getattr(exc, "hint", None))
+        except ToolshimError as exc:
+            _fail(exc.message)
+        app = create_app(
+            engine,
+            upstream_api_key=upstream_api_key,
+            default_model=default_model,
+            pin_model=embedded is not None,
+        )
+        _banner(host, bound_port, client.key, mode, default_model, embedded is not None)
+        _run(app, sock, log_level)
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
+        if embedded is not None:
+            typer.echo("stopping the embedded model …", err=True)
+            embedded.stop()
+        sock.close()
+    typer.echo("toolshim: stopped", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the ``toolshim`` command."""
+    app.command("serve", help=_HELP, no_args_is_help=False)(serve)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        _fail(
+            f"cannot listen on {host}:{port}: {reason}",
+            "pick another --port (or stop what is using it)" if exc.errno == 98 else None,
+        )
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _start_embedded(model_file: Path | None) -> Any:
+    """Start the embedded llama.cpp server (assembling the default model on first use)."""
+    try:
+        from toolshim.local import EmbeddedServer, ensure_default_model
+    except ImportError as exc:
+        raise LocalModelError(
+            f"the embedded model is not available in this installation ({exc}); pass "
+            "--upstream URL to use a running server (Ollama, llama-server, vLLM, …), or "
+            "install it with: pip install 'toolshim[local]'"
+        ) from exc
+    path = model_file if model_file is not None else ensure_default_model(progress=True)
+    typer.echo(f"starting the embedded model {path.name} …", err=True)
+    server = EmbeddedServer(path, threads=None, ctx_size=8192)
+    server.start()
+    return server
+
+
+def _open_registry(path: Path | None) -> Registry:
+    from toolshim.capabilities.registry import Registry
+
+    try:
+        return Registry.open(path)
+    except StoreError as exc:
+        _fail(f"cannot open the capability store: {exc.message}", "pass --registry PATH")
+
+
+def _learn(store: Registry, upstream: str, model: str, capabilities: dict[str, Any]) -> None:
+    """Record what the embedded server says about its model (source ``upstream``)."""
+    from toolshim.capabilities.facts import Source
+    from toolshim.dialects import available_dialects
+
+    for name, value in capabilities.items():
+        if name == "dialect" and str(value) not in available_dialects():
+            log.warning(
+                "the embedded model prefers dialect %r, which this toolshim lacks (available: %s)",
+                value,
+                ", ".join(available_dialects()),
+            )
+            continue
+        store.learn(upstream, model, name, value, Source.UPSTREAM, detail="embedded llama-server")
+
+
+def _banner(
+    host: str, port: int, upstream: str, mode: str, model: str | None, embedded: bool
+) -> None:
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"toolshim proxy listening on http://{shown}:{port}/v1", color=False)
+    if embedded:
+        typer.echo(f"  upstream: embedded model {model!r} at {upstream}")
+    else:
+        typer.echo(f"  upstream: {upstream}")
+    typer.echo(f"  mode: {mode}  (metrics: /metrics, health: /healthz)")
+
+
+def _run(app: Any, sock: socket.socket, log_level: str) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        server_header=False,
+        proxy_headers=False,
+    )
+    if log_level.lower() == "debug":
+        logging.getLogger("uvicorn.error").setLevel(logging.INFO)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,209 @@
+"""The proxy's ASGI app: routes, request ids, OpenAI-shaped errors for everything, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from toolshim import __version__
+from toolshim.engine import Engine
+from toolshim.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
+from toolshim.server.asgi import (
+    JSONBody,
+    error_response,
+    error_status_body,
+    forwarded_headers,
+    send_json,
+)
+from toolshim.server.chat import ChatCompletions, ServerSettings
+from toolshim.server.logs import REQUEST_ID, new_request_id
+from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
+
+__all__ = ["ROUTES", "ProxyApp", "create_app"]
+
+log = logging.getLogger("toolshim.server")
+
+ROUTES = (
+    "POST /v1/chat/completions",
+    "GET /v1/models",
+    "GET /healthz",
+    "GET /metrics",
+)
+
+
+def create_app(
+    engine: Engine,
+    *,
+    upstream_api_key: str | None = None,
+    default_model: str | None = None,
+    pin_model: bool = False,
+    health_timeout: float = 2.0,
+    metrics: Metrics | None = None,
+) -> ProxyApp:
+    """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
+
+    ``upstream_api_key`` replaces the caller's ``Authorization`` header upstream.
+    ``default_model`` serves requests that name no model; with ``pin_model`` every request
+    goes to it (an upstream that serves one model, like the embedded llama-server).
+    The engine's upstream is wrapped to time its calls for ``/metrics``; the engine is closed
+    when the app shuts down.
+    """
+    metrics = metrics or Metrics()
+    if not isinstance(engine.upstream, ObservedUpstream):
+        engine.upstream = ObservedUpstream(engine.upstream, metrics)
+    settings = ServerSettings(
+        upstream_api_key=upstream_api_key,
+        default_model=default_model,
+        pin_model=pin_model,
+        health_timeout=health_timeout,
+    )
+    endpoints = _Endpoints(engine, metrics, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await engine.aclose()
+
+    starlette = Starlette(
+        routes=[
+            Route("/v1/models", endpoints.models, methods=["GET"]),
+            Route("/models", endpoints.models, methods=["GET"]),
+            Route("/healthz", endpoints.healthz, methods=["GET"]),
+            Route("/metrics", endpoints.metrics, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+        lifespan=lifespan,
+    )
+    return ProxyApp(ChatCompletions(engine, metrics, settings), starlette)
+
+
+class ProxyApp:
+    """The proxy's ASGI app: chat completions on a lean path, every other route via Starlette.
+
+    Each HTTP request gets an id (the caller's ``x-request-id`` when it is a sane token) that
+    tags its log lines and comes back in the ``x-request-id`` response header.
+    """
+
+    def __init__(self, chat: ChatCompletions, starlette: Starlette) -> None:
+        self.chat = chat
+        self.starlette = starlette
+        self.engine = chat.engine
+        self.metrics = chat.metrics
+        self.settings = chat.settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.starlette(scope, receive, send)
+            return
+        offered = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                offered = value.decode("latin-1")
+                break
+        token = REQUEST_ID.set(new_request_id(offered))
+        try:
+            if scope["path"] in _CHAT_PATHS:
+                if scope["method"] == "POST":
+                    await self.chat(scope, receive, send)
+                else:
+                    await _wrong_method(scope, send)
+            else:
+                await self.starlette(scope, receive, send)
+        finally:
+            REQUEST_ID.reset(token)
+
+
+_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/chat/completions/"})
+
+
+async def _wrong_method(scope: Scope, send: Send) -> None:
+    error = InvalidRequestError(
+        f"{scope['method']} is not allowed on {scope['path']}; send a POST with a JSON body"
+    )
+    error.status = 405
+    status, body = error_status_body(error)
+    await send_json(send, status, body, [(b"allow", b"POST")])
+
+
+class _Endpoints:
+    """``/v1/models``, ``/healthz`` and ``/metrics``."""
+
+    def __init__(self, engine: Engine, metrics: Metrics, settings: ServerSettings) -> None:
+        self.engine = engine
+        self._metrics = metrics
+        self.settings = settings
+
+    async def models(self, request: Request) -> Response:
+        headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
+        try:
+            listing = await self.engine.upstream.list_models(headers=headers)
+        except Exception as exc:
+            return error_response(exc, {"x-request-id": REQUEST_ID.get()})
+        return JSONBody(listing)
+
+    async def healthz(self, request: Request) -> Response:
+        headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
+        upstream: dict[str, Any] = {"url": self.engine.upstream.key}
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(
+                self.engine.upstream.list_models(headers=headers), self.settings.health_timeout
+            )
+            upstream["reachable"] = True
+        except UpstreamStatusError as exc:  # it answered, with an error (e.g. a missing key)
+            upstream["reachable"] = True
+            upstream["error"] = f"HTTP {exc.status}: {exc.message}"
+        except TimeoutError:
+            upstream["reachable"] = False
+            upstream["error"] = f"no answer within {self.settings.health_timeout:g}s"
+        except UpstreamError as exc:
+            upstream["reachable"] = False
+            upstream["error"] = exc.message
+        if upstream["reachable"]:
+            upstream["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        return JSONBody(
+            {
+                "status": "ok",
+                "version": __version__,
+                "mode": self.engine.options.mode.value,
+                "upstream": upstream,
+            }
+        )
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(self._metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (unknown route, wrong method) in the OpenAI error shape."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}; the proxy serves: " + ", ".join(
+            ROUTES
+        )
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}; the proxy serves: " + (
+            ", ".join(ROUTES)
+        )
+    else:
+        message = str(exc.detail)
+    error = InvalidRequestError(message, code="not_found" if exc.status_code == 404 else None)
+    error.status = exc.status_code
+    return error_response(error, {"x-request-id": REQUEST_ID.get()})
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    return error_response(exc, {"x-request-id": REQUEST_ID.get()})

@@ -1,0 +1,178 @@
+"""Proxy metrics in Prometheus form (one registry per app), and the upstream wrapper that times calls."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from toolshim.engine.turn import RESCUED_WARNING
+from toolshim.types import Metadata
+from toolshim.upstreams.base import Upstream
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ObservedUpstream", "Outcome"]
+
+log = logging.getLogger("toolshim.engine")
+
+Outcome = str
+"""``tool_calls``, ``text``, ``error`` or ``client_closed``."""
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    """The counters and histograms ``GET /metrics`` exposes, in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "toolshim_requests",
+            "Chat-completion requests served, by mode and outcome "
+            "(tool_calls, text, error, client_closed).",
+            ["mode", "outcome"],
+            registry=self.registry,
+        )
+        self.emulated = Counter(
+            "toolshim_emulated_requests",
+            "Requests whose tool calling was emulated (tools described in the prompt).",
+            registry=self.registry,
+        )
+        self.reasks = Counter(
+            "toolshim_reasks",
+            "Times the model was re-asked after an invalid tool call.",
+            registry=self.registry,
+        )
+        self.rescued = Counter(
+            "toolshim_rescued_requests",
+            "Native replies whose tool calls were recovered from the text content.",
+            registry=self.registry,
+        )
+        self.llm_calls = Counter(
+            "toolshim_llm_calls",
+            "Requests sent to the upstream model server.",
+            registry=self.registry,
+        )
+        self.upstream_latency = Histogram(
+            "toolshim_upstream_latency_seconds",
+            "Upstream latency: the whole reply (call=complete) or the first chunk (call=stream).",
+            ["call"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.request_duration = Histogram(
+            "toolshim_request_duration_seconds",
+            "Time to serve a chat-completion request, end to end.",
+            ["stream"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self._complete_latency = self.upstream_latency.labels("complete")
+        self._stream_latency = self.upstream_latency.labels("stream")
+        self._durations = {
+            True: self.request_duration.labels("true"),
+            False: self.request_duration.labels("false"),
+        }
+        self._request_children: dict[tuple[str, str], Any] = {}
+
+    def observe_request(
+        self, mode: str, outcome: Outcome, meta: Metadata | None, seconds: float, *, stream: bool
+    ) -> None:
+        """Count one finished request (``meta`` is None when it failed before the engine ran)."""
+        key = (mode, outcome)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request_children[key] = self.requests.labels(mode, outcome)
+        child.inc()
+        self._durations[stream].observe(seconds)
+        if meta is None:
+            return
+        if meta.emulated:
+            self.emulated.inc()
+        if meta.reasks:
+            self.reasks.inc(meta.reasks)
+        if meta.llm_calls:
+            self.llm_calls.inc(meta.llm_calls)
+        if RESCUED_WARNING in meta.warnings:
+            self.rescued.inc()
+
+    def observe_upstream(self, seconds: float, *, stream: bool) -> None:
+        (self._stream_latency if stream else self._complete_latency).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class ObservedUpstream:
+    """Wraps an upstream to time its calls; at DEBUG it also logs a streamed reply's raw text.
+
+    (The engine logs the raw text of non-streaming replies itself.)
+    """
+
+    def __init__(self, inner: Upstream, metrics: Metrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            return await self.inner.complete(body, headers=headers)
+        finally:
+            self.metrics.observe_upstream(time.perf_counter() - started, stream=False)
+
+    async def stream(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        started = time.perf_counter()
+        first = True
+        debug = log.isEnabledFor(logging.DEBUG)
+        texts: list[str] = []
+        chunks = 0
+        try:
+            async for chunk in self.inner.stream(body, headers=headers):
+                if first:
+                    first = False
+                    self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
+                if debug:
+                    chunks += 1
+                    texts.append(_delta_text(chunk))
+                yield chunk
+        finally:
+            if first:
+                self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
+            if debug:
+                log.debug("← raw streamed reply (%d chunks):\n%s", chunks, "".join(texts))
+
+    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.inner.list_models(headers=headers)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _delta_text(chunk: Mapping[str, Any]) -> str:
+    out = []
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {} if isinstance(choice, Mapping) else {}
+        content = delta.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") or {} if isinstance(call, Mapping) else {}
+            if function.get("name"):
+                out.append(f"[native tool call {function['name']}]")
+            if isinstance(function.get("arguments"), str):
+                out.append(function["arguments"])
+    return "".join(out)

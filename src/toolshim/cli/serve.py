@@ -27,8 +27,8 @@ emulated where it does not (tools described in the prompt, calls parsed out of t
 validated, returned as real `tool_calls`). Without --upstream the embedded local model is
 served (it is assembled on first use).
 
-Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks"})
-or the headers x-toolshim-mode / -strategy / -dialect override these defaults.
+Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks",
+"constrain"}) or the headers x-toolshim-mode / -strategy / -dialect override these defaults.
 
 Endpoints: POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /metrics.
 """
@@ -139,6 +139,16 @@ def serve(
             min=0.1,
         ),
     ] = 600.0,
+    constrain: Annotated[
+        bool | None,
+        typer.Option(
+            "--constrain/--no-constrain",
+            envvar="TOOLSHIM_CONSTRAIN",
+            help="Hold emulated replies to a JSON Schema of the offered tools (json dialect). "
+            "Default: where the registry says the upstream honours response_format.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
@@ -177,6 +187,7 @@ def serve(
                 strategy=strategy,
                 dialect=dialect,
                 max_reasks=max_reasks,
+                constrain=constrain,
                 registry=store,
             )
         except LocalModelError as exc:

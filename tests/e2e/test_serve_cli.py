@@ -41,7 +41,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: st
 
 
 def test_help_explains_the_flags() -> None:
-    result = run([*SERVE, "--help"])
+    result = run([*SERVE, "--help"], COLUMNS="200")
     assert result.returncode == 0
     for flag in ("--upstream", "--mode", "--strategy", "--dialect", "--registry", "--host"):
         assert flag in result.stdout

@@ -1,0 +1,191 @@
+"""The chat's slash commands: /model list|use, /tools, /mode, /clear, /save, /help, /quit."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolshim.capabilities.registry import model_key
+from toolshim.chat.transcript import write_json
+from toolshim.engine.options import parse_mode
+from toolshim.errors import ConfigError, UpstreamError
+from toolshim.types import Mode
+
+if TYPE_CHECKING:
+    from toolshim.chat.session import ChatSession
+
+__all__ = ["COMMANDS", "HELP", "run_command"]
+
+HELP = """\
+Commands:
+  /model               the current model and what its tools are
+  /model list          the upstream's models, with tool status and where it comes from
+  /model use NAME      switch models (the conversation carries over); typed during a reply,
+                       the switch waits until that reply is complete
+  /tools               the tools loaded, with their arguments
+  /mode [MODE]         show or set how tools are sent: auto, off, fallback, force, strip
+  /clear               start a new conversation (same model)
+  /save FILE           write the transcript as JSON (messages, tool calls, results, metadata)
+  /help                this help
+  /quit                leave (Ctrl-D too)
+Keys: Enter sends; Esc-Enter, or a line ending in \\, continues on a new line; Ctrl-C cancels
+a reply (or clears the line); lines typed during a reply run after it; Up/Down recall history."""
+
+Handler = Callable[["ChatSession", str], Awaitable[None]]
+
+
+async def run_command(session: ChatSession, text: str) -> None:
+    """Run one ``/command args`` line; an unknown command lists the known ones."""
+    name, _, rest = text.partition(" ")
+    handler = COMMANDS.get(name.lower())
+    if handler is None:
+        close = difflib.get_close_matches(name.lower(), list(COMMANDS), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        session.render.error(
+            f"unknown command {name!r}; {hint}commands: {', '.join(sorted(set(COMMANDS)))}",
+        )
+        return
+    await handler(session, rest.strip())
+
+
+async def _help(session: ChatSession, rest: str) -> None:
+    session.render.info(HELP)
+
+
+async def _quit(session: ChatSession, rest: str) -> None:
+    session.quitting = True
+
+
+async def _model(session: ChatSession, rest: str) -> None:
+    verb, _, argument = rest.partition(" ")
+    verb, argument = verb.lower(), argument.strip()
+    if not verb:
+        if session.model is not None:
+            session.render.model_status("Model", session.model, session.status(session.model))
+        return
+    if verb == "list":
+        await _model_list(session)
+    elif verb == "use":
+        if not argument:
+            session.render.error("/model use needs a model name; /model list shows them")
+            return
+        await _model_use(session, argument)
+    else:
+        session.render.error(f"unknown /model command {verb!r}; use /model list or /model use NAME")
+
+
+async def _model_use(session: ChatSession, name: str) -> None:
+    try:
+        listed = await session.listed_models()
+    except UpstreamError as exc:
+        session.render.notice(f"(could not read the upstream's model list: {exc.message})", "dim")
+        listed = []
+    keys = {model_key(m) for m in listed}
+    if listed and model_key(name) not in keys:
+        close = difflib.get_close_matches(name, listed, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        session.render.notice(
+            f"{name} is not in the upstream's model list ({', '.join(listed)}); using it "
+            f"anyway.{hint}"
+        )
+    await session.use_model(name)
+
+
+async def _model_list(session: ChatSession) -> None:
+    try:
+        listed = await session.listed_models()
+    except UpstreamError as exc:
+        session.render.error(f"cannot read the upstream's model list: {exc.message}")
+        return
+    models = list(listed)
+    if session.model is not None and model_key(session.model) not in {model_key(m) for m in listed}:
+        models.append(session.model)
+    rows = []
+    for model in models:
+        status = session.status(model)
+        fact = session.registry.fact(session.upstream, model, "native_tools")
+        since = datetime.fromtimestamp(fact.updated_at, UTC).strftime("%Y-%m-%d") if fact else "-"
+        rows.append(
+            {
+                "current": "*" if model == session.model else "",
+                "model": model,
+                "kind": status.kind,
+                "tools": status.label,
+                "native_tools": str(fact.value) if fact else "unknown",
+                "source": fact.source.value if fact else "-",
+                "learned": since,
+            }
+        )
+    count = f"{len(listed)} model{'' if len(listed) == 1 else 's'}"
+    title = f"{count} at {session.upstream} (mode {session.mode.value})"
+    session.render.models_table(title, rows)
+
+
+async def _tools(session: ChatSession, rest: str) -> None:
+    session.render.tools_table(session.tools)
+    if session.model is not None and session.tools:
+        status = session.status(session.model)
+        session.render.info(f"For {session.model}: {status.headline} — {status.why}")
+
+
+async def _mode(session: ChatSession, rest: str) -> None:
+    if not rest:
+        modes = ", ".join(m.value for m in Mode)
+        session.render.info(f"Mode: {session.mode.value} (choose from {modes})")
+        return
+    try:
+        mode = parse_mode(rest)
+    except ConfigError as exc:
+        session.render.error(exc.message)
+        return
+    session.settings.mode = mode
+    session.transcript.event("mode", mode=mode.value)
+    if session.model is not None:
+        session.render.model_status(
+            f"Mode {mode.value}.", session.model, session.status(session.model)
+        )
+
+
+async def _clear(session: ChatSession, rest: str) -> None:
+    session.messages = []
+    session.transcript.clear()
+    session.render.info("Conversation cleared.")
+
+
+async def _save(session: ChatSession, rest: str) -> None:
+    if not rest:
+        session.render.error("/save needs a file name, e.g. /save chat.json")
+        return
+    data = session.transcript.as_dict(
+        model=session.model,
+        mode=session.mode.value,
+        messages=session.messages,
+        tools=[t.to_openai() for t in session.tools],
+    )
+    try:
+        written = write_json(Path(rest), data)
+    except OSError as exc:
+        session.render.error(f"cannot save to {rest!r}: {exc.strerror or exc}")
+        return
+    exchanges = len(session.transcript.exchanges)
+    session.render.info(
+        f"Saved {exchanges} exchange{'s' if exchanges != 1 else ''} and "
+        f"{len(session.messages)} messages to {written}"
+    )
+
+
+COMMANDS: dict[str, Handler] = {
+    "/help": _help,
+    "/?": _help,
+    "/model": _model,
+    "/models": _model,
+    "/tools": _tools,
+    "/mode": _mode,
+    "/clear": _clear,
+    "/save": _save,
+    "/quit": _quit,
+    "/exit": _quit,
+}

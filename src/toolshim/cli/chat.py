@@ -1,0 +1,269 @@
+"""``toolshim chat``: the interactive terminal client (seed 004) on any upstream or the embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from toolshim.cli._common import ConsoleLogHandler, embedded_model, fail, open_registry
+from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
+
+if TYPE_CHECKING:
+    from toolshim.agent.tools import Tool
+    from toolshim.capabilities.registry import Registry
+    from toolshim.chat.session import ChatSettings
+    from toolshim.upstreams.openai_http import OpenAIUpstream
+
+__all__ = ["chat", "register"]
+
+_HELP = """Chat with a model in the terminal, with tools, and swap models mid-conversation.
+
+Every model gets tools: natively where it supports them, emulated (described in the prompt,
+calls parsed from its text) where it does not. Each switch says which — `Tools: native`,
+`Tools: emulated (json)` or `Tools: disabled` — and why (a profile, the upstream, a probe,
+an upstream error, or you). For a model nothing is known about, the chat asks
+`\\[y]es / \\[n]o / \\[a]uto-detect`; an upstream that rejects tools mid-session is answered with
+emulation, then the chat asks whether to remember it.
+
+Built-in demo tools: current_time, calculate (arithmetic, no eval), convert_units. Add your
+own with --tools my_module:my_function (repeatable; the current directory is importable).
+
+Keys: Enter sends; Esc-Enter, or a line ending in a backslash, continues on a new line;
+Ctrl-C cancels the reply being streamed (the upstream request is cancelled too); Ctrl-D
+quits. Lines typed during a reply run after it (so /model use waits for the reply).
+Commands: /model list, /model use NAME, /tools, /mode MODE, /clear, /save FILE, /help, /quit.
+
+Environment: TOOLSHIM_CHAT_PROMPT_TIMEOUT (seconds a question waits, default 30),
+TOOLSHIM_CHAT_HISTORY (input history file; default in the user data directory).
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``chat`` to the ``toolshim`` command."""
+    app.command("chat", help=_HELP, no_args_is_help=False)(chat)
+
+
+def chat(
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            envvar="TOOLSHIM_UPSTREAM",
+            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 "
+            "(Ollama). Default: the embedded local model.",
+            show_default=False,
+        ),
+    ] = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-file",
+            envvar="TOOLSHIM_MODEL_FILE",
+            help="Chat with this .gguf file through the embedded llama.cpp server.",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="Model to start with. Default: the upstream's first model."
+        ),
+    ] = None,
+    tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tools",
+            "-t",
+            help="Your own tool as module:function (repeatable, or comma-separated).",
+            show_default=False,
+        ),
+    ] = None,
+    no_builtin_tools: Annotated[
+        bool,
+        typer.Option(
+            "--no-builtin-tools", help="Leave out current_time, calculate and convert_units."
+        ),
+    ] = False,
+    mode: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_MODE",
+            help="auto (per model, learned) | off (native only) | fallback (native, then "
+            "emulate) | force (always emulate) | strip (no tools for models without them).",
+        ),
+    ] = "auto",
+    dialect: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOOLSHIM_DIALECT",
+            help="Prompt format for emulated tools (json, hermes, pythonic, …). Default: per "
+            "model, else json.",
+            show_default=False,
+        ),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(envvar="TOOLSHIM_STRATEGY", help="single | decision (emulation strategy)."),
+    ] = "single",
+    registry: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="TOOLSHIM_REGISTRY",
+            help="Capability store (SQLite file). Default: in the user data directory.",
+            show_default=False,
+        ),
+    ] = None,
+    upstream_api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOOLSHIM_UPSTREAM_API_KEY",
+            help="Bearer token for the upstream, if it needs one.",
+            show_default=False,
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="Sampling temperature sent with every request.", show_default=False),
+    ] = None,
+    max_turns: Annotated[
+        int, typer.Option(help="Model turns per question (tool rounds included).", min=1)
+    ] = 10,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_TIMEOUT",
+            help="Seconds to wait for each read from the upstream.",
+            min=0.1,
+        ),
+    ] = 600.0,
+) -> None:
+    """Chat with a model in the terminal, with tools."""
+    from toolshim.chat.builtin import load_tools
+    from toolshim.chat.session import ChatSettings
+    from toolshim.engine.options import EngineOptions
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        options = EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect)
+        prompt_timeout = _prompt_timeout()
+        loaded = load_tools(tools or (), builtin=not no_builtin_tools)
+    except ConfigError as exc:
+        fail(err, exc.message)
+    if upstream and model_file:
+        fail(err, "--upstream and --model-file are alternatives; pass one of them")
+    settings = ChatSettings(
+        mode=options.mode,
+        dialect=options.dialect,
+        strategy=options.strategy.value,
+        max_turns=max_turns,
+        prompt_timeout=prompt_timeout,
+        params={"temperature": temperature} if temperature is not None else {},
+    )
+    handler = ConsoleLogHandler(err)
+    toolshim_log = logging.getLogger("toolshim")
+    toolshim_log.addHandler(handler)
+    toolshim_log.propagate = False
+    try:
+        store = open_registry(registry, err)
+        with _upstream(upstream, model_file, store, err) as (url, served):
+            code = asyncio.run(
+                _session(url, upstream_api_key, timeout, store, loaded, settings, model or served)
+            )
+    except LocalModelError as exc:
+        fail(err, exc.message, getattr(exc, "hint", None))
+    except ToolshimError as exc:
+        fail(err, exc.message, code=1)
+    finally:
+        toolshim_log.removeHandler(handler)
+        toolshim_log.propagate = True
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _upstream(
+    upstream: str | None, model_file: Path | None, store: Registry, err: Console
+) -> Iterator[tuple[str, str | None]]:
+    """The upstream's URL (and the served model): the flag, or the embedded model."""
+    if upstream:
+        yield upstream, None
+        return
+    with embedded_model(model_file, store, err) as (url, served):
+        yield url, served
+
+
+def _prompt_timeout() -> float:
+    text = os.environ.get("TOOLSHIM_CHAT_PROMPT_TIMEOUT", "").strip()
+    if not text:
+        return 30.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(
+            f"TOOLSHIM_CHAT_PROMPT_TIMEOUT must be a number of seconds, not {text!r}"
+        ) from None
+    if value <= 0:
+        raise ConfigError(f"TOOLSHIM_CHAT_PROMPT_TIMEOUT must be positive, not {text!r}")
+    return value
+
+
+async def _session(
+    url: str,
+    api_key: str | None,
+    read_timeout: float,
+    store: Registry,
+    tools: list[Tool],
+    settings: ChatSettings,
+    model: str | None,
+) -> int:
+    from toolshim.capabilities.discovery import refresh
+    from toolshim.chat.session import ChatSession
+    from toolshim.chat.terminal import make_terminal
+    from toolshim.engine.engine import Engine
+    from toolshim.upstreams.openai_http import OpenAIUpstream
+
+    console = Console(highlight=False, soft_wrap=True)
+    client = OpenAIUpstream(url, api_key=api_key, timeout=read_timeout)
+    engine = Engine(
+        client,
+        mode=settings.mode,
+        strategy=settings.strategy or "single",
+        dialect=settings.dialect,
+        registry=store,
+    )
+    try:
+        console.print(f"[bold]toolshim chat[/] · {client.key} · mode {settings.mode.value}")
+        # Seed 004's startup refresh: what the upstream says about its models (bounded).
+        try:
+            await asyncio.wait_for(refresh(store, client.key, api_key=api_key), 5.0)
+        except TimeoutError:
+            console.print("[dim](the upstream's model details took too long; skipped)[/]")
+        chosen = model or await _first_model(client)
+        session = ChatSession(engine, tools, make_terminal(console), settings)
+        names = ", ".join(t.name for t in session.tools) or "none"
+        console.print(f"Tools loaded: {names} (/tools for details)")
+        return await session.run(chosen)
+    finally:
+        await engine.aclose()
+
+
+async def _first_model(client: OpenAIUpstream) -> str:
+    """The first model the upstream lists (ConfigError when it cannot be read or is empty)."""
+    try:
+        listing = await client.list_models()
+    except UpstreamError as exc:
+        raise ConfigError(
+            f"cannot list the models at {client.key}: {exc.message}; pass --model NAME, or "
+            "check that the upstream is running"
+        ) from exc
+    for entry in listing.get("data") or ():
+        if isinstance(entry, dict) and entry.get("id"):
+            return str(entry["id"])
+    raise ConfigError(f"the upstream at {client.key} lists no models; pass --model NAME")

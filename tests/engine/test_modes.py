@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import CALL_TEXT as CALL
 from tests.engine.helpers import Scripted, request
 from toolshim.engine import Engine
 from toolshim.errors import UpstreamStatusError
@@ -223,3 +224,18 @@ async def test_strip_learns_when_a_model_said_to_support_tools_rejects_them(stre
     assert "tools" in upstream.history[0] and "tools" not in upstream.history[1]
     assert meta is not None and any("tools dropped" in w for w in meta.warnings)
     assert engine.support("m").value == "no"
+
+
+async def test_a_rejection_overrides_a_stronger_yes_for_a_while() -> None:
+    from toolshim.capabilities import Source
+    from toolshim.testing import FakeUpstream
+
+    upstream = FakeUpstream([CALL, CALL], tools="reject")
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    engine.registry.learn(upstream.key, "m", "native_tools", "yes", Source.PROBE)
+    first = await engine.acomplete(request())
+    assert upstream.calls == 2 and first.tool_calls
+    assert engine.registry.native_tools(upstream.key, "m").value == "yes"  # the probe still wins
+    second = await engine.acomplete(request())
+    assert upstream.calls == 3, "no second native attempt within the memory window"
+    assert second.tool_calls

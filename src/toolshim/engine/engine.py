@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -39,6 +40,9 @@ from toolshim.wire.openai import parse_request, request_to_body
 __all__ = ["Engine"]
 
 log = logging.getLogger("toolshim.engine")
+
+REJECTION_MEMORY = 600
+"""Seconds a tools rejection overrides a stronger "yes" in this process."""
 T = TypeVar("T")
 
 
@@ -81,6 +85,7 @@ class Engine:
             self.registry = registry
         else:
             self.registry = Registry.open(registry)
+        self._rejected: dict[str, float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -204,6 +209,15 @@ class Engine:
         )
 
     def support(self, model: str) -> Support:
+        """Native tool support as the engine acts on it: the registry's winning fact, except
+        that a model which rejected tools in this process within :data:`REJECTION_MEMORY`
+        seconds is treated as "no" even when a stronger source (a probe, a person, a profile)
+        says yes — so a wrong "yes" costs one failed attempt per window, not one per request."""
+        rejected = self._rejected.get(model)
+        if rejected is not None:
+            if time.monotonic() - rejected < REJECTION_MEMORY:
+                return Support.NO
+            del self._rejected[model]
         return self.registry.native_tools(self.upstream.key, model)
 
     def learn_rejection(self, turn: Turn, error: UpstreamError) -> bool:
@@ -220,6 +234,16 @@ class Engine:
             detail=f"{rejection.server}: {error.message}"[:500],
         )
         turn.warn(f"upstream rejected tools ({error.message})")
+        self._rejected[turn.request.model] = time.monotonic()
+        if fact.source is not Source.RUNTIME_ERROR:
+            log.warning(
+                "%s rejected tools although the registry says native_tools=%s (source %s); "
+                "treating it as 'no' for %d s in this process",
+                turn.request.model,
+                fact.value,
+                fact.source.value,
+                REJECTION_MEMORY,
+            )
         log.info(
             "learned: %s at %s has no native tools (%s); now %s from %s",
             turn.request.model,

@@ -211,14 +211,18 @@ class Engine:
     def support(self, model: str) -> Support:
         """Native tool support as the engine acts on it: the registry's winning fact, except
         that a model which rejected tools in this process within :data:`REJECTION_MEMORY`
-        seconds is treated as "no" even when a stronger source (a probe, a person, a profile)
-        says yes — so a wrong "yes" costs one failed attempt per window, not one per request."""
+        seconds is treated as "no" even when a probe or a profile says yes — so a wrong "yes"
+        costs one failed attempt per window, not one per request. A person's "yes" is obeyed."""
         rejected = self._rejected.get(model)
-        if rejected is not None:
-            if time.monotonic() - rejected < REJECTION_MEMORY:
-                return Support.NO
+        if rejected is not None and time.monotonic() - rejected >= REJECTION_MEMORY:
             del self._rejected[model]
-        return self.registry.native_tools(self.upstream.key, model)
+            rejected = None
+        fact = self.registry.fact(self.upstream.key, model, "native_tools")
+        if fact is None:
+            return Support.NO if rejected is not None else Support.UNKNOWN
+        if rejected is not None and fact.source is not Source.USER:
+            return Support.NO
+        return fact.support
 
     def learn_rejection(self, turn: Turn, error: UpstreamError) -> bool:
         """If ``error`` says the model cannot take tools, remember it; True when it did."""

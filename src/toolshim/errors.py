@@ -12,7 +12,8 @@
     │   └── UpstreamProtocolError    the upstream answered with something unreadable → 502
     ├── ToolCallError                the model never produced a valid tool call      → 502
     ├── StoreError                   the capability store could not be used
-    └── LocalModelError              the embedded local model cannot be set up or started
+    ├── LocalModelError              the embedded local model cannot be set up or started
+    └── AgentLimitError              an agent run hit a safeguard and raise_on_limit was set
 
 Every error knows its HTTP status and OpenAI error ``type``/``code`` so that the proxy maps
 failures in exactly one place (:func:`error_body`).
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "AgentLimitError",
     "ConfigError",
     "InvalidRequestError",
     "LocalModelError",
@@ -159,6 +161,19 @@ class LocalModelError(ToolshimError):
 
     status = 503
     error_type = "local_model_error"
+
+
+class AgentLimitError(ToolshimError):
+    """An agent run was stopped by a safeguard (``reason``: max_turns, loop, unknown_tool, a
+    budget) and the caller asked for an exception; ``result`` holds the run so far."""
+
+    error_type = "agent_limit"
+
+    def __init__(self, message: str, *, reason: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.code = reason
+        self.reason = reason
+        self.result = result
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:

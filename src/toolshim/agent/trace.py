@@ -1,0 +1,115 @@
+"""An upstream wrapper that reports each request body and raw reply, for ``--verbose`` tracing.
+
+It shows what the model really saw (after the engine rewrote the history and put the tools
+in the prompt) and what it really answered (before any parsing), like seed 002's debug dump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from toolshim.errors import UpstreamError
+from toolshim.upstreams.base import Upstream
+
+__all__ = ["TracingUpstream", "reassemble"]
+
+RequestHook = Callable[[Mapping[str, Any]], None]
+ReplyHook = Callable[[Mapping[str, Any], Mapping[str, Any]], None]
+ErrorHook = Callable[[Mapping[str, Any], UpstreamError], None]
+
+
+class TracingUpstream:
+    """Delegates to ``inner``; calls the hooks around every chat request (same ``key``)."""
+
+    def __init__(
+        self,
+        inner: Upstream,
+        *,
+        on_request: RequestHook | None = None,
+        on_reply: ReplyHook | None = None,
+        on_error: ErrorHook | None = None,
+    ) -> None:
+        self.inner = inner
+        self.on_request = on_request
+        self.on_reply = on_reply
+        self.on_error = on_error
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    def __repr__(self) -> str:
+        return f"TracingUpstream({self.inner!r})"
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        if self.on_request:
+            self.on_request(body)
+        try:
+            reply = await self.inner.complete(body, headers=headers)
+        except UpstreamError as exc:
+            if self.on_error:
+                self.on_error(body, exc)
+            raise
+        if self.on_reply:
+            self.on_reply(body, reply)
+        return reply
+
+    async def stream(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        if self.on_request:
+            self.on_request(body)
+        chunks: list[dict[str, Any]] = []
+        try:
+            async for chunk in self.inner.stream(body, headers=headers):
+                chunks.append(chunk)
+                yield chunk
+        except UpstreamError as exc:
+            if self.on_error:
+                self.on_error(body, exc)
+            raise
+        if self.on_reply:
+            self.on_reply(body, reassemble(chunks))
+
+    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.inner.list_models(headers=headers)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def reassemble(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stream chunks put back together as one ``chat.completion`` (choice 0)."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    usage = None
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            for j, item in enumerate(delta.get("tool_calls") or ()):
+                entry = calls.setdefault(
+                    int(item.get("index", j) or 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                function = item.get("function") or {}
+                entry["id"] = entry["id"] or item.get("id") or ""
+                entry["function"]["name"] += function.get("name") or ""
+                entry["function"]["arguments"] += function.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }

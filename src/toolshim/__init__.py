@@ -1,5 +1,6 @@
 """toolshim: tool calling for every LLM — native where it works, emulated where it doesn't."""
 
+from toolshim.agent import Agent, tool
 from toolshim.capabilities import CapabilityStore, Fact, Registry, Source, Support
 from toolshim.dialects import Dialect, available_dialects, get_dialect
 from toolshim.engine import Engine, EngineOptions
@@ -33,6 +34,7 @@ from toolshim.upstreams import OpenAIUpstream, Upstream
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "CapabilityStore",
     "ChatRequest",
     "Completion",
@@ -67,4 +69,5 @@ __all__ = [
     "__version__",
     "available_dialects",
     "get_dialect",
+    "tool",
 ]

@@ -304,3 +304,30 @@ async def test_a_complete_call_that_ends_at_max_tokens_is_returned() -> None:
     engine, _ = force(whole)
     completion = await engine.acomplete(request(max_tokens=20))
     assert json.loads(completion.message.tool_calls[0].arguments) == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_auto_give_up_never_returns_the_broken_call_as_content(stream: bool) -> None:
+    bad = '{"name": "get_location", "arguments": {}}'
+    engine, upstream = force(bad, bad, bad, "I cannot look that up, sorry.")
+    if stream:
+        chunks = [c async for c in engine.astream(request(stream=True))]
+        text = "".join(c.content or "" for c in chunks)
+        meta = chunks[-1].meta
+    else:
+        completion = await engine.acomplete(request())
+        text, meta = completion.message.text, completion.meta
+    assert text == "I cannot look that up, sorry."
+    assert upstream.calls == 4
+    assert "get_weather" not in json.dumps(upstream.history[-1]["messages"])
+    assert meta is not None
+    assert any("answered without tools" in w for w in meta.warnings)
+
+
+async def test_rescue_ignores_the_dialects_own_call_limit() -> None:
+    two = '{"tool":"get_weather","city":"Paris"}\n{"tool":"get_time","tz":"CET"}'
+    upstream = FakeUpstream([Reply(two)], tools="ignore")
+    engine = Engine(upstream, mode="auto", dialect="compact", registry=":memory:")
+    completion = await engine.acomplete(request())
+    assert [c.name for c in completion.message.tool_calls] == ["get_weather", "get_time"]
+    assert upstream.calls == 1

@@ -160,7 +160,7 @@ class Agent:
         self, prompt: str | Sequence[Mapping[str, Any]], *, on_event: EventHandler | None = None
     ) -> AgentResult:
         """Blocking :meth:`arun` (runs on the engine's own event-loop thread)."""
-        return self.engine._run(self.arun(prompt, on_event=on_event))
+        return self.engine.run_sync(self.arun(prompt, on_event=on_event))
 
     async def astream(self, prompt: str | Sequence[Mapping[str, Any]]) -> AsyncIterator[AgentEvent]:
         """The run as events, the model's text streamed as it is generated; the last is RunFinished."""
@@ -172,7 +172,7 @@ class Agent:
         events = self.astream(prompt)
         while True:
             try:
-                yield self.engine._run(events.__anext__())
+                yield self.engine.run_sync(events.__anext__())
             except StopAsyncIteration:
                 return
 

@@ -68,15 +68,18 @@ def tool_call_message(calls: Sequence[ParsedCall]) -> Message:
     )
 
 
-def check(turn: Turn, calls: Sequence[ParsedCall], finish: str | None = None) -> Verdict:
-    """Check parsed calls against the turn's tools, tool_choice and the dialect's limits."""
+def check(
+    turn: Turn, calls: Sequence[ParsedCall], finish: str | None = None, *, native: bool = False
+) -> Verdict:
+    """Check parsed calls against the turn's tools, tool_choice and the dialect's limits (a
+    ``native`` reply is held to the request's rules only, not to the dialect's)."""
     request = turn.request
     verdict = validate_calls(
         calls,
         request.function_tools,
         request.choice,
         parallel=request.parallel_tool_calls is not False,
-        max_calls=turn.dialect.max_calls,
+        max_calls=None if native else turn.dialect.max_calls,
         truncated=finish == "length",
     )
     for warning in verdict.warnings:
@@ -125,7 +128,7 @@ async def _single(turn: Turn) -> Completion:
         if completion.finish_reason == "length":
             return cut_off(turn, completion, problems, parsed)
         if turn.reasks >= turn.max_reasks:
-            return _give_up(turn, completion, problems, parsed)
+            return await _give_up(turn, completion, problems, parsed)
         turn.reasks += 1
         extra += _reask(turn, completion.message.text, problems)
 
@@ -182,26 +185,40 @@ def cut_off(
         "the reply was cut off by max_tokens before a valid tool call was complete: "
         + "; ".join(problems)
     )
-    text = (parsed.text.strip() if parsed else "") or completion.message.text.strip()
+    text = parsed.text.strip() if parsed else ""
     return _with_choice(completion, 0, _answer(completion.message, text), "length")
 
 
-def _give_up(
+def give_up_error(turn: Turn, problems: Sequence[str]) -> ToolCallError:
+    return ToolCallError(
+        f"the model did not make a valid tool call after {turn.reasks} re-ask(s): "
+        + "; ".join(problems),
+        problems=problems,
+        attempts=turn.reasks + 1,
+    )
+
+
+async def _give_up(
     turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
 ) -> Completion:
-    summary = "; ".join(problems)
+    """Re-asks are spent. A forced tool_choice fails; ``auto`` degrades to a text answer: the
+    reply's prose, or, when the reply was nothing but a broken call, an answer asked for
+    without tools (never the broken call's JSON as content)."""
     if turn.request.choice.kind != "auto":
-        raise ToolCallError(
-            f"the model did not make a valid tool call after {turn.reasks} re-ask(s): {summary}",
-            problems=problems,
-            attempts=turn.reasks + 1,
+        raise give_up_error(turn, problems)
+    summary = "; ".join(problems)
+    prose = parsed.text.strip() if parsed else ""
+    if prose:
+        turn.warn(
+            f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
+        )
+        return _with_choice(
+            completion, 0, _answer(completion.message, prose), completion.finish_reason
         )
     turn.warn(
-        f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
+        f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: {summary}"
     )
-    raw = completion.message.text
-    text = (parsed.text.strip() if parsed else "") or raw.strip()
-    return _with_choice(completion, 0, _answer(completion.message, text), completion.finish_reason)
+    return await turn.call(emulation_body(turn, instructions=False))
 
 
 async def _decision(turn: Turn) -> Completion:
@@ -223,7 +240,7 @@ async def _decision(turn: Turn) -> Completion:
                     + "; ".join(verdict.problems)
                 )
                 return await turn.call(emulation_body(turn, instructions=False))
-            _give_up(turn, completion, verdict.problems, parsed)
+            raise give_up_error(turn, verdict.problems)
         turn.reasks += 1
         extra += _reask(turn, completion.message.text, verdict.problems)
 
@@ -265,8 +282,11 @@ def rescue(turn: Turn, completion: Completion) -> Completion | None:
     message = completion.message
     if not request.wants_tools or message.tool_calls or not message.text.strip():
         return None
-    parsed, verdict = judge(turn, message.text, completion.finish_reason)
-    if not parsed.calls or not verdict.ok:
+    parsed = turn.dialect.parse(message.text, request.function_tools)
+    if not parsed.calls:
+        return None
+    verdict = check(turn, parsed.calls, completion.finish_reason, native=True)
+    if not verdict.ok:
         return None
     turn.warn(RESCUED_WARNING)
     return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")

@@ -133,7 +133,7 @@ class Engine:
         **overrides: Any,
     ) -> Completion:
         """Blocking :meth:`acomplete` (runs on the engine's own event loop thread)."""
-        return self._run(self.acomplete(request, headers=headers, **overrides))
+        return self.run_sync(self.acomplete(request, headers=headers, **overrides))
 
     def stream(
         self,
@@ -146,7 +146,7 @@ class Engine:
         agen = self.astream(request, headers=headers, **overrides)
         while True:
             try:
-                yield self._run(agen.__anext__())
+                yield self.run_sync(agen.__anext__())
             except StopAsyncIteration:
                 return
 
@@ -157,8 +157,9 @@ class Engine:
         """Close the upstream and stop the sync bridge's event loop (if it was started)."""
         if self._loop is None:
             return
-        self._run(self.aclose())
+        self.run_sync(self.aclose())
         loop, thread = self._loop, self._thread
+        asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join()
@@ -330,7 +331,9 @@ class Engine:
 
     # -- the sync bridge --------------------------------------------------------------------
 
-    def _run(self, coro: Awaitable[T]) -> T:
+    def run_sync(self, coro: Awaitable[T]) -> T:
+        """Run ``coro`` on the engine's own event-loop thread and wait for it (the bridge
+        behind :meth:`complete` and :meth:`stream`; usable by code built on the engine)."""
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()

@@ -23,13 +23,14 @@ from toolshim.engine.emulate import (
     check,
     cut_off,
     emulation_body,
+    give_up_error,
     judge,
     native_problems,
     rescue,
 )
 from toolshim.engine.turn import RESCUED_WARNING, Turn, emulated_id
 from toolshim.engine.validate import reask_message
-from toolshim.errors import ToolCallError, UpstreamError
+from toolshim.errors import UpstreamError
 from toolshim.types import Completion, Message, Mode, StreamChunk, ToolCallDelta
 from toolshim.wire.openai import chunk_from_dict, completion_from_dict, request_to_body
 
@@ -164,7 +165,7 @@ async def _rescuing_relay(
     if not native_calls:
         for text in _texts(parser.finish(), calls, gate):
             yield StreamChunk(content=text)
-        verdict = check(turn, calls, finish)
+        verdict = check(turn, calls, finish, native=True)
         if calls and verdict.ok:
             turn.warn(RESCUED_WARNING)
             for chunk in call_chunks(verdict.calls):
@@ -286,27 +287,32 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             break
         if finish == "length" or turn.reasks >= turn.max_reasks:
             summary = "; ".join(verdict.problems)
+            if finish != "length" and request.choice.kind != "auto":
+                raise give_up_error(turn, verdict.problems)
+            prose = gate.flush(gate.after_call)
             if finish == "length":
                 turn.warn(
                     "the reply was cut off by max_tokens before a valid tool call was "
                     f"complete: {summary}"
                 )
-            elif request.choice.kind != "auto":
-                raise ToolCallError(
-                    f"the model did not make a valid tool call after {turn.reasks} re-ask(s): {summary}",
-                    problems=verdict.problems,
-                    attempts=turn.reasks + 1,
+            elif not (gate.emitted.strip() or prose.strip()):
+                # The reply was nothing but a broken call: ask for the answer without tools.
+                turn.warn(
+                    f"no valid tool call after {turn.reasks} re-ask(s), answered without "
+                    f"tools: {summary}"
                 )
+                async for chunk in _plain_text(
+                    turn, emulation_body(turn, instructions=False, stream=True)
+                ):
+                    yield chunk
+                return
             else:
                 turn.warn(
                     f"no valid tool call after {turn.reasks} re-ask(s), "
                     f"returned the text answer: {summary}"
                 )
-            text = gate.flush(gate.after_call) or (
-                parser.received.strip() if not gate.emitted.strip() else ""
-            )
-            if text:
-                yield StreamChunk(content=text)
+            if prose:
+                yield StreamChunk(content=prose)
             yield StreamChunk(finish_reason=finish or "stop")
             break
         turn.reasks += 1
@@ -351,12 +357,7 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
                 yield chunk
             return
         if turn.reasks >= turn.max_reasks:
-            raise ToolCallError(
-                f"the model did not make a valid tool call after {turn.reasks} re-ask(s): "
-                + "; ".join(verdict.problems),
-                problems=verdict.problems,
-                attempts=turn.reasks + 1,
-            )
+            raise give_up_error(turn, verdict.problems)
         turn.reasks += 1
         correction = reask_message(
             verdict.problems, turn.request.function_tools, turn.dialect, turn.prompt_options

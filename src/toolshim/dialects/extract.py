@@ -137,8 +137,9 @@ class ReplyParser:
         self._buf += delta
         return self._run(final=False)
 
-    def finish(self) -> list[Segment]:
-        """The reply is complete: resolve everything still held back."""
+    def finish(self, delta: str = "") -> list[Segment]:
+        """The reply is complete (with ``delta`` as its last piece): resolve everything held."""
+        self._buf += delta
         return self._run(final=True)
 
     @property
@@ -408,14 +409,15 @@ def parse_reply(
     python_unknown: bool = False,
     empty_list_declines: bool = False,
 ) -> ParsedReply:
-    """Parse a whole reply (the same as feeding it in one piece and finishing)."""
+    """Parse a whole reply in one final pass (property tests check that this equals feeding
+    it piece by piece and finishing)."""
     parser = ReplyParser(
         tools,
         bare_calls=bare_calls,
         python_unknown=python_unknown,
         empty_list_declines=empty_list_declines,
     )
-    return ParsedReply(tuple(merge_segments([*parser.feed(text), *parser.finish()])))
+    return ParsedReply(tuple(merge_segments(parser.finish(text))))
 
 
 _WordLiterals = dict[str, tuple[tuple[str, str], ...]]

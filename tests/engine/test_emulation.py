@@ -331,3 +331,16 @@ async def test_rescue_ignores_the_dialects_own_call_limit() -> None:
     completion = await engine.acomplete(request())
     assert [c.name for c in completion.message.tool_calls] == ["get_weather", "get_time"]
     assert upstream.calls == 1
+
+
+@pytest.mark.parametrize("dialect", ["json", "hermes", "pythonic", "compact", "windlass"])
+async def test_the_prompt_speaks_of_tool_results_only_when_there_are_some(dialect: str) -> None:
+    """Told up front how results look, small models write made-up results instead of calls."""
+    upstream = FakeUpstream([ANSWER, ANSWER])
+    engine = Engine(upstream, mode="force", dialect=dialect, registry=":memory:")
+    await engine.acomplete(request())
+    await engine.acomplete(CONVERSATION)
+    first, second = (body["messages"][0]["content"].lower() for body in upstream.history)
+    assert "results of your calls" not in first
+    assert "start with 'tool result" not in first
+    assert "results of your calls" in second

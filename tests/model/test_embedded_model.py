@@ -184,12 +184,7 @@ def test_json_schema_response_format_is_enforced(qwen: EmbeddedServer) -> None:
 
 # -- through the engine ---------------------------------------------------------------------
 
-JSON_PRIMED = pytest.mark.xfail(
-    reason="the json dialect's rule \"Tool results come back in messages that start with "
-    "'Tool result'\" primes this model to write 'Tool result: {...}' instead of a call",
-    strict=False,
-)
-DIALECTS = ["hermes", pytest.param("json", marks=JSON_PRIMED)]
+DIALECTS = ["hermes", "json"]
 
 
 def learned_registry(server: EmbeddedServer, key: str) -> Registry:

@@ -26,7 +26,7 @@ __all__ = [
 class PromptOptions:
     """What the tool prompt must say besides the tools: the tool_choice, parallelism, strategy."""
 
-    __slots__ = ("choice", "constrained", "decision", "parallel")
+    __slots__ = ("choice", "constrained", "decision", "parallel", "results")
 
     def __init__(
         self,
@@ -35,12 +35,17 @@ class PromptOptions:
         parallel: bool = True,
         decision: bool = False,
         constrained: bool = False,
+        results: bool = False,
     ) -> None:
         self.choice = choice
         self.parallel = parallel
         self.decision = decision
         self.constrained = constrained
         """The reply will be held to the dialect's ``response_format`` JSON Schema."""
+        self.results = results
+        """The conversation already holds tool results. Only then does the prompt say how
+        results look: told about them up front, small models write made-up results
+        ("Tool result: {...}") instead of calls."""
 
     def __repr__(self) -> str:
         return (

@@ -71,7 +71,11 @@ class CompactDialect(Dialect):
                 f"You: {DECLINE}"
                 + ("" if options.decision else "\nHello! I'm fine, thanks. How can I help you?"),
             ]
-        lines += ["", "Tool results come back in messages that start with 'Tool result'."]
+        if options.results:
+            lines += [
+                "",
+                "The results of your calls are in the messages that start with 'Tool result'.",
+            ]
         return "\n".join(lines)
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

@@ -68,10 +68,11 @@ class HermesDialect(Dialect):
             many="To make several calls, write one <tool_call></tool_call> block for each.",
             max_calls=self.max_calls,
         )
-        lines.append(
-            "Function results come back inside <tool_response></tool_response> tags; use them "
-            "to answer the user."
-        )
+        if options.results:
+            lines.append(
+                "The results of your calls are inside <tool_response></tool_response> tags; "
+                "use them to answer the user."
+            )
         return "\n".join(lines).strip()
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

@@ -108,11 +108,12 @@ class JsonDialect(Dialect):
             many="If several calls are needed, put them all in the tool_calls list.",
             max_calls=self.max_calls,
         )
-        lines += [
-            "Use tool names exactly as listed. Arguments must match the schema.",
-            "Tool results come back in messages that start with 'Tool result'; use them to "
-            "answer the user.",
-        ]
+        lines.append("Use tool names exactly as listed. Arguments must match the schema.")
+        if options.results:
+            lines.append(
+                "The results of your calls are in the messages that start with 'Tool result'; "
+                "use them to answer the user."
+            )
         return "\n".join(lines).strip()
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

@@ -67,10 +67,11 @@ class PythonicDialect(Dialect):
             many="If several calls are needed, put them all in the one list.",
             max_calls=self.max_calls,
         )
-        lines.append(
-            "Function results come back in messages that start with 'Tool result'; use them "
-            "to answer the user."
-        )
+        if options.results:
+            lines.append(
+                "The results of your calls are in the messages that start with 'Tool result'; "
+                "use them to answer the user."
+            )
         return "\n".join(lines).strip()
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

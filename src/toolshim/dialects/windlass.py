@@ -68,7 +68,10 @@ class WindlassDialect(Dialect):
             many="To call several tools, output one JSON object per call.",
             max_calls=self.max_calls,
         )
-        lines.append("Tool results come back in messages that start with 'Tool Result'.")
+        if options.results:
+            lines.append(
+                "The results of your calls are in the messages that start with 'Tool Result'."
+            )
         return "\n".join(lines).strip()
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

@@ -54,6 +54,7 @@ class Turn:
             parallel=self.request.parallel_tool_calls is not False,
             decision=self.strategy is Strategy.DECISION,
             constrained=self.constrained,
+            results=any(m.role in ("tool", "function") for m in self.request.messages),
         )
 
     def warn(self, message: str) -> None:

@@ -110,15 +110,29 @@ async def test_named_function_must_be_the_one_called() -> None:
     assert "must call the tool 'get_weather'" in upstream.history[0]["messages"][0]["content"]
 
 
-async def test_parallel_tool_calls_false_allows_one_call() -> None:
+async def test_parallel_tool_calls_false_keeps_the_first_valid_call() -> None:
     two = (
         '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}},'
         ' {"name": "get_time", "arguments": {}}]}'
     )
+    engine, upstream = force(two)
+    completion = await engine.acomplete(request(parallel_tool_calls=False))
+    assert [c.name for c in completion.message.tool_calls] == ["get_weather"]
+    assert upstream.calls == 1
+    assert "at most one call" in upstream.history[0]["messages"][0]["content"]
+    assert completion.meta is not None
+    assert "kept the first 1 of 2 calls (parallel_tool_calls is false)" in completion.meta.warnings
+
+
+async def test_too_many_calls_with_an_invalid_one_is_reasked() -> None:
+    two = (
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}},'
+        ' {"name": "get_location", "arguments": {}}]}'
+    )
     engine, upstream = force(two, CALL_TEXT)
     completion = await engine.acomplete(request(parallel_tool_calls=False))
-    assert len(completion.message.tool_calls) == 1
-    assert "you made 2 calls, but at most 1 call" in upstream.history[1]["messages"][-1]["content"]
+    assert upstream.calls == 2
+    assert [c.name for c in completion.message.tool_calls] == ["get_weather"]
 
 
 async def test_several_calls_in_one_reply() -> None:

@@ -182,3 +182,20 @@ async def test_streamed_cut_off_call_ends_with_length() -> None:
     assert not result.calls
     assert result.meta is not None
     assert any("cut off by max_tokens" in w for w in result.meta.warnings)
+
+
+@pytest.mark.parametrize(
+    "choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
+)
+async def test_a_forced_choice_streams_no_text_from_rejected_attempts(choice: Any) -> None:
+    upstream = FakeUpstream(
+        [
+            'Tool result: {"city": "Paris", "weather": "Sunny"}',
+            '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        ]
+    )
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    result = await collect(engine, request(stream=True, tool_choice=choice))
+    assert result.content == ""
+    assert stream_outcome(result) == "call"
+    assert upstream.calls == 2

@@ -248,7 +248,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     extra: list[Message] = []
     while True:
         parser = turn.dialect.parser(request.function_tools)
-        gate = _TextGate()
+        gate = _TextGate(hold=request.choice.kind in ("required", "function"))
         calls: list[ParsedCall] = []
         declined = False
         finish: str | None = None
@@ -386,15 +386,17 @@ async def _usage(turn: Turn) -> AsyncIterator[StreamChunk]:
 
 
 class _TextGate:
-    """Streams prose, but holds whitespace-only text and everything after the first call."""
+    """Streams prose, but holds whitespace-only text and everything after the first call;
+    with ``hold`` (a tool_choice that demands a call) it streams no text at all."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold: bool = False) -> None:
         self.pending = ""
         self.emitted = ""
         self.after_call = ""
+        self.hold = hold
 
     def text(self, text: str, *, call_seen: bool) -> str:
-        if call_seen:
+        if call_seen or self.hold:
             self.after_call += self.pending + text
             self.pending = ""
             return ""

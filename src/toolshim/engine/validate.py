@@ -97,15 +97,19 @@ def validate_calls(
                 f"only the tool {choice.name!r} may be called now, not "
                 + ", ".join(repr(o) for o in others)
             )
-        elif len(calls) != 1:
-            problems.append(
-                f"you must call the tool {choice.name!r} exactly once (you made {len(calls)} calls)"
-            )
-    if limit is not None and len(calls) > limit:
-        problems.append(
-            f"you made {len(calls)} calls, but at most {limit} call is allowed in one reply; "
-            "make one call now, the others after its result"
+        elif not calls:
+            problems.append(f"you must call the tool {choice.name!r} now")
+        limit = 1
+    if limit is not None and len(calls) > limit and not problems:
+        # Every call is valid, there are just too many: keep the first ones rather than spend
+        # a re-ask (small models add a second call even after being corrected).
+        why = (
+            "tool_choice names one function"
+            if choice.kind == "function"
+            else ("parallel_tool_calls is false" if not parallel else f"the dialect allows {limit}")
         )
+        warnings.append(f"kept the first {limit} of {len(calls)} calls ({why})")
+        good = good[:limit]
     return Verdict(tuple(good), tuple(problems), tuple(warnings))
 
 

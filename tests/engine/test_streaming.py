@@ -199,3 +199,16 @@ async def test_a_forced_choice_streams_no_text_from_rejected_attempts(choice: An
     assert result.content == ""
     assert stream_outcome(result) == "call"
     assert upstream.calls == 2
+
+
+async def test_native_text_with_an_invalid_call_streams_as_written() -> None:
+    text = 'Use this: {"name": "get_weather", "arguments": {"town": "Paris"}} and enjoy.'
+    upstream = FakeUpstream([Reply(text)], tools="ignore", piece=5)
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    result = await collect(engine, request(stream=True))
+    assert result.content == text
+    assert not result.calls
+    non_stream = await Engine(
+        FakeUpstream([Reply(text)], tools="ignore"), mode="auto", registry=":memory:"
+    ).acomplete(request())
+    assert non_stream.message.content == text

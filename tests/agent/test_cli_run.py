@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import toolshim.local.model
+from tests.e2e.fake_local import SERVED_MODEL, FakeEmbeddedServer, install
+from tests.local.helpers import fake_known_model
+from toolshim.capabilities.registry import Registry
 from toolshim.cli.main import app
+from toolshim.local import KNOWN_MODELS
 from toolshim.testing import FakeUpstream, Reply, call
 from toolshim.testing.server import serve_fake
 
@@ -154,15 +159,62 @@ def test_bad_flags_exit_2(agent_dir: tuple[Path, str], args: list[str], message:
 
 
 def test_no_upstream_and_no_embedded_model_says_what_to_do(
-    agent_dir: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+    agent_dir: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """The default model's parts are not installed: the real assembly error, and the way out."""
     path, _ = agent_dir
+    missing, _ = fake_known_model("absent", [10, 10])
+    monkeypatch.setitem(KNOWN_MODELS, "absent", missing)
+    monkeypatch.setattr(toolshim.local.model, "DEFAULT_MODEL", "absent")
+    monkeypatch.setenv("TOOLSHIM_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.delenv("TOOLSHIM_UPSTREAM", raising=False)
-    monkeypatch.setitem(sys.modules, "toolshim.local", None)  # as if toolshim[local] were absent
     result = invoke(str(path))
     assert result.exit_code == 2
-    assert "no upstream: pass --upstream URL or set TOOLSHIM_UPSTREAM" in result.stderr
-    assert "toolshim serve" in result.stderr
+    assert "Traceback" not in result.output
+    error, hint = result.stderr.splitlines()
+    assert error.startswith("error: the local model 'absent' is not installed")
+    assert "toolshim-fake-absent-part1==1.0.0 is not installed" in error
+    assert error.endswith("Install it with: pip install 'toolshim[fake-absent]'")
+    assert hint.startswith("hint: or pass --upstream URL (or set TOOLSHIM_UPSTREAM)")
+    assert "toolshim serve" in hint
+
+
+def test_successive_runs_on_the_embedded_model_share_what_they_learned(
+    agent_dir: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run 1 learns at runtime that the model rejects tools; run 2, on another port, emulates
+    from its first request on, because the fact is kept under the model file's key."""
+    path, _ = agent_dir
+    install(monkeypatch.setattr)
+    monkeypatch.setattr(FakeEmbeddedServer, "facts", {})  # the server says nothing itself
+    monkeypatch.setattr(FakeEmbeddedServer, "model_name", "house-model")
+    monkeypatch.setattr(FakeEmbeddedServer, "started", [])
+    monkeypatch.delenv("TOOLSHIM_UPSTREAM", raising=False)
+    registry = Registry.open(os.environ["TOOLSHIM_REGISTRY"])
+    assert registry.fact("embedded://default.gguf", "house-model", "native_tools") is None
+    replies = [
+        '{"tool_calls": [{"name": "shout", "arguments": {"text": "hello"}}]}',
+        "HELLO",
+        "<<HELLO>>",
+    ]
+    runs = []
+    for tools in ("reject", "native"):
+        fake = FakeUpstream(list(replies), tools=tools, models=["house-model"])
+        monkeypatch.setattr(FakeEmbeddedServer, "upstream", fake)
+        result = invoke(str(path), "--input", '{"text": "hello"}')
+        assert result.exit_code == 0, result.output
+        assert result.stdout == "<<HELLO>>\n"
+        runs.append(fake.history)
+    assert [key for _, key in FakeEmbeddedServer.started] == ["embedded://default.gguf"] * 2
+    # Run 1: a native attempt, rejected, learned, then emulated.
+    assert "tools" in runs[0][0] and "tools" not in runs[0][1]
+    # Run 2: the upstream would take native tools, but the learned "no" holds.
+    assert all("tools" not in body for body in runs[1])
+    fact = Registry.open(os.environ["TOOLSHIM_REGISTRY"]).fact(
+        "embedded://default.gguf", "house-model", "native_tools"
+    )
+    assert fact is not None and (fact.value, fact.source.value) == ("no", "runtime_error")
+    assert [key for key, _, _ in registry.known()] == ["embedded://default.gguf"]
 
 
 def test_an_unreachable_upstream_is_one_line_exit_1(agent_dir: tuple[Path, str]) -> None:
@@ -245,3 +297,36 @@ def test_the_weather_example_script_runs() -> None:
     assert done.stdout == "Sunny and 18 °C (64.4 °F) in Paris.\n"
     assert "tool convert_temperature({'value': 18, 'to': 'fahrenheit'}) -> 64.4" in done.stderr
     assert "emulated=True" in done.stderr
+
+
+def test_the_weather_example_on_the_embedded_model_keys_its_facts_by_model_file() -> None:
+    script = {
+        "replies": [
+            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+            '{"tool_calls": [{"name": "convert_temperature", '
+            '"arguments": {"value": 18, "to": "fahrenheit"}}]}',
+            "Sunny and 18 °C (64.4 °F) in Paris.",
+        ],
+        "tools": "reject",
+        "models": [SERVED_MODEL],
+    }
+    code = (
+        "import runpy, tests.e2e.fake_local as fake; fake.install(); "
+        "runpy.run_path('examples/weather_agent.py', run_name='__main__')"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TOOLSHIM_UPSTREAM"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PYTHONPATH": str(REPO / "examples"), "FAKE_LOCAL_SCRIPT": json.dumps(script)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Sunny and 18 °C (64.4 °F) in Paris.\n"
+    assert "emulated=True" in done.stderr and "3 turn(s)" in done.stderr
+    # Recorded and looked up under one key: a miss would have tried native tools, been
+    # rejected and learned that under the port's URL.
+    stored = Registry.open(os.environ["TOOLSHIM_REGISTRY"]).known()
+    assert [(key, model) for key, model, _ in stored] == [("embedded://default.gguf", SERVED_MODEL)]

@@ -229,3 +229,59 @@ def test_a_corrupt_registry_is_reported_moved_aside_and_rebuilt(tmp_path: Path) 
     assert "was unreadable; moved it to" in result.stderr
     assert json.loads(result.stdout)["facts"]["native_tools"]["value"] == "no"
     assert list(tmp_path.glob("broken.sqlite3.corrupt-*"))
+
+
+@pytest.fixture
+def embedded_facts(monkeypatch: pytest.MonkeyPatch, registry_path: Path) -> str:
+    """What a run on the embedded model records (the real path, over a scripted upstream)."""
+    from rich.console import Console
+
+    from tests.e2e.fake_local import FakeEmbeddedServer, install
+    from toolshim.cli._common import upstream_target
+
+    install(monkeypatch.setattr)
+    monkeypatch.setattr(FakeEmbeddedServer, "model_name", "house-model")
+    monkeypatch.setattr(FakeEmbeddedServer, "facts", {"native_tools": "no", "context_window": 8192})
+    with upstream_target(None, None, Registry.open(registry_path), Console(quiet=True)) as target:
+        return target.key
+
+
+def test_the_embedded_models_facts_are_listed_under_its_key(embedded_facts: str) -> None:
+    assert embedded_facts == "embedded://default.gguf"
+    rows = run_json("models", "list", env={"TOOLSHIM_UPSTREAM": ""})["models"]
+    assert [(r["model"], r["upstream"]) for r in rows] == [("house-model", embedded_facts)]
+    assert (rows[0]["native_tools"]["value"], rows[0]["native_tools"]["source"]) == (
+        "no",
+        "upstream",
+    )
+    assert rows[0]["context_window"] == 8192
+    table = run("models", "list", env={"TOOLSHIM_UPSTREAM": "", "COLUMNS": "200"}).stdout
+    assert "embedded://default.gguf" in table and "house-model" in table
+    # Asked by its key, nothing is contacted: the stored facts are shown.
+    data = run_json("models", "list", "--upstream", embedded_facts)
+    assert data["upstream"] == embedded_facts and "stored facts only" in data["server"]
+    assert [(r["model"], r["listed"]) for r in data["models"]] == [("house-model", None)]
+
+
+def test_the_embedded_models_facts_are_shown_and_forgotten_by_its_key(
+    embedded_facts: str,
+) -> None:
+    report = run_json("models", "show", "house-model", "--upstream", embedded_facts)
+    tools = report["facts"]["native_tools"]
+    assert (tools["value"], tools["source"], tools["scope"]) == ("no", "upstream", "this upstream")
+    assert tools["detail"] == "embedded llama.cpp server (default.gguf)"
+    assert report["upstream"] == embedded_facts
+    text = run("models", "show", "house-model", "--upstream", embedded_facts).stdout
+    assert f"house-model at {embedded_facts}" in text
+    forgot = run_json("models", "forget", "house-model", "--upstream", embedded_facts)
+    assert forgot["removed"] == 2
+    assert run_json("models", "list", env={"TOOLSHIM_UPSTREAM": ""})["models"] == []
+
+
+@pytest.mark.parametrize("command", ["probe", "refresh"])
+def test_commands_that_ask_a_server_refuse_the_embedded_key(
+    embedded_facts: str, command: str
+) -> None:
+    args = ["models", command, *(["house-model"] if command == "probe" else [])]
+    message = one_line_error(run(*args, "--upstream", embedded_facts))
+    assert "needs the URL of a running server, not the embedded model's registry key" in message

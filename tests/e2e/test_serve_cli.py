@@ -73,20 +73,28 @@ def test_a_port_in_use_is_a_one_line_error() -> None:
     assert_one_line_error(result, f"cannot listen on 127.0.0.1:{port}")
 
 
-def test_without_an_upstream_and_without_the_local_model_it_says_what_to_do() -> None:
+def test_without_xllamacpp_the_embedded_model_says_how_to_install_it(tmp_path: Path) -> None:
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
     code = (
-        "import sys; sys.modules['toolshim.local'] = None; "
-        "from toolshim.cli.main import main; sys.argv = ['toolshim', 'serve', '--port', '0']; main()"
+        "import sys; sys.modules['xllamacpp'] = None; from toolshim.cli.main import main; "
+        f"sys.argv = ['toolshim', 'serve', '--port', '0', '--model-file', {str(gguf)!r}]; main()"
     )
     result = run([sys.executable, "-c", code])
-    assert_one_line_error(result, "the embedded model is not available")
-    assert "--upstream" in result.stderr
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    progress, error, hint = result.stderr.splitlines()
+    assert progress == "starting the embedded model model.gguf (ctx 8192) …"
+    assert error.startswith("error: the embedded model needs xllamacpp")
+    assert error.endswith("pip install 'toolshim[local]'")
+    assert hint.startswith("hint: or pass --upstream URL")
 
 
-def test_a_local_model_error_prints_its_hint(tmp_path: Path) -> None:
+def test_a_missing_model_part_says_how_to_fix_it() -> None:
     result = run([sys.executable, FAKE_LOCAL, "serve", "--port", "0"], FAKE_LOCAL_FAIL="1")
     assert_one_line_error(result, "part 3 is missing")
-    assert "hint: pip install --force-reinstall" in result.stderr
+    assert "Install it with: pip install --force-reinstall" in result.stderr
+    assert "hint: or pass --upstream URL (or set TOOLSHIM_UPSTREAM)" in result.stderr
 
 
 def test_env_vars_configure_the_proxy(fake_upstream: FakeUpstreamProcess, tmp_path: Path) -> None:
@@ -129,7 +137,7 @@ def test_the_embedded_model_is_served_learned_and_stopped(tmp_path: Path) -> Non
         {"FAKE_LOCAL_LOG": str(notes)},
     )
     try:
-        upstream_url = httpx.get(f"http://127.0.0.1:{port}/healthz").json()["upstream"]["url"]
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
         answer = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",
             json={
@@ -145,12 +153,16 @@ def test_the_embedded_model_is_served_learned_and_stopped(tmp_path: Path) -> Non
     assert answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
     # The registry said "no native tools" (source: upstream), so it went straight to emulation.
     assert answer["toolshim"]["emulated"] is True and answer["toolshim"]["llm_calls"] == 1
-    facts = Registry.open(registry).facts(upstream_url, SERVED_MODEL)
+    # Facts live under the model file's stable key, not under this run's random port.
+    assert health["upstream"]["url"] == "embedded://default.gguf"
+    store = Registry.open(registry)
+    assert {key for key, _, _ in store.known()} == {"embedded://default.gguf"}
+    facts = store.facts("embedded://default.gguf", SERVED_MODEL)
     assert facts["native_tools"].value == "no" and facts["native_tools"].source.value == "upstream"
     assert facts["structured_output"].value == "yes"
     # An unknown dialect is not recorded (a warning says so); a shipped profile may still set one.
     assert "dialect" not in facts or facts["dialect"].source.value != "upstream"
     output = proxy.output()
-    assert f"embedded model {SERVED_MODEL!r}" in output
+    assert f"upstream: embedded model {SERVED_MODEL!r} at http://127.0.0.1:" in output
     assert "no-such-dialect" in output
     assert notes.read_text().splitlines() == ["ensure", "start /models/default.gguf", "stop"]

@@ -24,13 +24,6 @@ needs_xllamacpp = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def gguf(tmp_path: Path) -> Path:
-    path = tmp_path / "model.gguf"
-    path.write_bytes(b"GGUF not really")
-    return path
-
-
 def test_defaults(gguf: Path) -> None:
     args = parse_args(["--model", str(gguf)])
     assert args.host == "127.0.0.1"
@@ -38,7 +31,7 @@ def test_defaults(gguf: Path) -> None:
     assert args.ctx_size == 8192
     assert args.parallel == 1
     assert args.jinja is True
-    assert args.alias == "model.gguf"
+    assert args.alias == "some-model.gguf"
     assert args.threads == default_threads() >= 1
     assert args.parent_pid == os.getppid()
     assert args.ready_file is None

@@ -19,21 +19,6 @@ from toolshim.local import KNOWN_MODELS, EmbeddedServer, running_servers
 from .helpers import FAKE_LAUNCHER
 
 pytestmark = pytest.mark.e2e
-HERE = Path(__file__).parent
-
-
-@pytest.fixture
-def gguf(tmp_path: Path) -> Path:
-    path = tmp_path / "some-model.gguf"
-    path.write_bytes(b"GGUF")
-    return path
-
-
-@pytest.fixture
-def fake_llama(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    monkeypatch.setenv("FAKE_LLAMA", "ok")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE.parents[1]), *sys.path]))
-    return monkeypatch
 
 
 def _gone(pid: int) -> bool:

@@ -1,10 +1,11 @@
-"""Pieces the CLI commands share: one-line errors, opening the registry, starting the embedded model."""
+"""Pieces the CLI commands share: one-line errors, the registry, the upstream or embedded model."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -12,12 +13,27 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
-from toolshim.errors import LocalModelError
+from toolshim.errors import ConfigError
+from toolshim.local.server import EMBEDDED_KEY_PREFIX
 from toolshim.upstreams.openai_http import normalize_base_url
 
-__all__ = ["ConsoleLogHandler", "embedded_model", "fail", "learn_embedded", "open_registry"]
+__all__ = [
+    "EMBEDDED_HINT",
+    "ConsoleLogHandler",
+    "UpstreamTarget",
+    "check_upstream_choice",
+    "fail",
+    "open_registry",
+    "registry_key",
+    "upstream_target",
+]
+
+EMBEDDED_HINT = (
+    "or pass --upstream URL (or set TOOLSHIM_UPSTREAM) to use a running OpenAI-compatible "
+    "server: Ollama's http://127.0.0.1:11434/v1, llama-server, vLLM, `toolshim serve`, …"
+)
+"""The way out printed under any error of the embedded model."""
 
 
 def fail(console: Console, message: str, hint: str | None = None, code: int = 2) -> NoReturn:
@@ -44,43 +60,81 @@ def open_registry(path: str | Path | None, console: Console) -> Registry:
     return registry
 
 
-def learn_embedded(
-    registry: Registry, base_url: str, model: str, capabilities: Mapping[str, str]
-) -> None:
-    """Record what the embedded llama.cpp server says about its model (source ``upstream``);
-    a preferred dialect this toolshim lacks is skipped."""
-    from toolshim.dialects import available_dialects
+def registry_key(upstream: str) -> str:
+    """The registry key an ``--upstream`` value names: an embedded model's key
+    (``embedded://<file>``) as given, else the normalised base URL."""
+    text = upstream.strip()
+    return text if text.startswith(EMBEDDED_KEY_PREFIX) else normalize_base_url(text)
 
-    key = normalize_base_url(base_url)
-    for name, value in capabilities.items():
-        if name == "dialect" and str(value) not in available_dialects():
-            continue
-        registry.learn(key, model, name, value, Source.UPSTREAM, detail="embedded llama.cpp server")
+
+def check_upstream_choice(upstream: str | None, model_file: Path | None) -> None:
+    """ConfigError when both ``--upstream`` and ``--model-file`` are given, or the file is missing."""
+    if upstream and model_file:
+        raise ConfigError("--upstream and --model-file are alternatives; pass one of them")
+    if model_file is not None and not model_file.is_file():
+        raise ConfigError(f"model file {str(model_file)!r} does not exist", param="model_file")
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamTarget:
+    """Where a command sends its requests, and where the registry keeps what it learns there.
+
+    Build the upstream with both: ``OpenAIUpstream(target.base_url, key=target.key)``.
+    """
+
+    base_url: str
+    key: str
+    """``base_url`` for a server given by URL; ``embedded://<file>`` for the embedded model."""
+    model: str | None = None
+    """The model the embedded server serves (None for a server given by URL)."""
+
+    @property
+    def embedded(self) -> bool:
+        return self.model is not None
 
 
 @contextmanager
-def embedded_model(
-    model_file: Path | None, registry: Registry, console: Console, *, ctx_size: int = 8192
-) -> Iterator[tuple[str, str]]:
-    """Start the embedded model (the default one, assembled on first use, or ``model_file``);
-    yield its base URL and model name; stop it at the end. Raises LocalModelError."""
-    try:
-        from toolshim.local import EmbeddedServer, ensure_default_model
-    except ImportError as exc:
-        raise LocalModelError(
-            f"the embedded model is not available in this installation ({exc}); pass "
-            "--upstream URL to use a running server (Ollama, llama-server, vLLM, …), or "
-            "install it with: pip install 'toolshim[local]'"
-        ) from exc
-    if model_file is not None and not model_file.is_file():
-        raise LocalModelError(f"model file {str(model_file)!r} does not exist")
-    path = model_file if model_file is not None else ensure_default_model(progress=True)
-    console.print(f"[dim]starting the embedded model {escape(path.name)} …[/]")
-    server = EmbeddedServer(path, ctx_size=ctx_size)
+def upstream_target(
+    upstream: str | None,
+    model_file: Path | None,
+    registry: Registry | None,
+    console: Console,
+    *,
+    local_model: str | None = None,
+    ctx_size: int = 8192,
+    threads: int | None = None,
+) -> Iterator[UpstreamTarget]:
+    """The server at ``upstream``; else the embedded model, started here and stopped at the end.
+
+    The embedded model is ``model_file``, else the known model ``local_model``, else the
+    default one (a known model is assembled on first use). What its server says about it is
+    recorded in ``registry`` (if given) under its stable key. Raises LocalModelError (a
+    missing model part, xllamacpp not installed, a server that does not start), whose message
+    says how to fix it; print :data:`EMBEDDED_HINT` under it.
+    """
+    if upstream:
+        base_url = normalize_base_url(upstream)
+        yield UpstreamTarget(base_url, base_url)
+        return
+    from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
+
+    if model_file is not None:
+        path = model_file
+    elif local_model:
+        path = ensure_model(local_model, progress=True)
+    else:
+        path = ensure_default_model(progress=True)
+    console.print(f"[dim]starting the embedded model {escape(path.name)} (ctx {ctx_size}) …[/]")
+    server = EmbeddedServer(path, ctx_size=ctx_size, threads=threads)
     server.start()
     try:
-        learn_embedded(registry, server.base_url, server.model, server.capabilities())
-        yield server.base_url, server.model
+        if registry is not None:
+            server.record_capabilities(registry)
+        console.print(
+            f"[dim]embedded model {escape(repr(server.model))} at {escape(server.base_url)} "
+            f"(its facts are kept as {escape(server.key)})[/]"
+        )
+        yield UpstreamTarget(server.base_url, server.key, server.model)
     finally:
         console.print("[dim]stopping the embedded model …[/]")
         server.stop()

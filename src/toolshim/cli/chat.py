@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from toolshim.cli._common import ConsoleLogHandler, embedded_model, fail, open_registry
+from toolshim.cli._common import (
+    EMBEDDED_HINT,
+    ConsoleLogHandler,
+    UpstreamTarget,
+    check_upstream_choice,
+    fail,
+    open_registry,
+    upstream_target,
+)
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
 
 if TYPE_CHECKING:
@@ -155,10 +161,9 @@ def chat(
         options = EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect)
         prompt_timeout = _prompt_timeout()
         loaded = load_tools(tools or (), builtin=not no_builtin_tools)
+        check_upstream_choice(upstream, model_file)
     except ConfigError as exc:
         fail(err, exc.message)
-    if upstream and model_file:
-        fail(err, "--upstream and --model-file are alternatives; pass one of them")
     settings = ChatSettings(
         mode=options.mode,
         dialect=options.dialect,
@@ -173,30 +178,18 @@ def chat(
     toolshim_log.propagate = False
     try:
         store = open_registry(registry, err)
-        with _upstream(upstream, model_file, store, err) as (url, served):
+        with upstream_target(upstream, model_file, store, err) as target:
             code = asyncio.run(
-                _session(url, upstream_api_key, timeout, store, loaded, settings, model or served)
+                _session(target, upstream_api_key, timeout, store, loaded, settings, model)
             )
     except LocalModelError as exc:
-        fail(err, exc.message, getattr(exc, "hint", None))
+        fail(err, exc.message, EMBEDDED_HINT)
     except ToolshimError as exc:
         fail(err, exc.message, code=1)
     finally:
         toolshim_log.removeHandler(handler)
         toolshim_log.propagate = True
     raise typer.Exit(code)
-
-
-@contextmanager
-def _upstream(
-    upstream: str | None, model_file: Path | None, store: Registry, err: Console
-) -> Iterator[tuple[str, str | None]]:
-    """The upstream's URL (and the served model): the flag, or the embedded model."""
-    if upstream:
-        yield upstream, None
-        return
-    with embedded_model(model_file, store, err) as (url, served):
-        yield url, served
 
 
 def _prompt_timeout() -> float:
@@ -215,7 +208,7 @@ def _prompt_timeout() -> float:
 
 
 async def _session(
-    url: str,
+    target: UpstreamTarget,
     api_key: str | None,
     read_timeout: float,
     store: Registry,
@@ -230,7 +223,7 @@ async def _session(
     from toolshim.upstreams.openai_http import OpenAIUpstream
 
     console = Console(highlight=False, soft_wrap=True)
-    client = OpenAIUpstream(url, api_key=api_key, timeout=read_timeout)
+    client = OpenAIUpstream(target.base_url, key=target.key, api_key=api_key, timeout=read_timeout)
     engine = Engine(
         client,
         mode=settings.mode,
@@ -240,12 +233,14 @@ async def _session(
     )
     try:
         console.print(f"[bold]toolshim chat[/] · {client.key} · mode {settings.mode.value}")
-        # Seed 004's startup refresh: what the upstream says about its models (bounded).
-        try:
-            await asyncio.wait_for(refresh(store, client.key, api_key=api_key), 5.0)
-        except TimeoutError:
-            console.print("[dim](the upstream's model details took too long; skipped)[/]")
-        chosen = model or await _first_model(client)
+        # Seed 004's startup refresh: what the upstream says about its models (bounded). The
+        # embedded model's facts were just recorded from its own server, under its stable key.
+        if not target.embedded:
+            try:
+                await asyncio.wait_for(refresh(store, target.base_url, api_key=api_key), 5.0)
+            except TimeoutError:
+                console.print("[dim](the upstream's model details took too long; skipped)[/]")
+        chosen = model or target.model or await _first_model(client)
         session = ChatSession(engine, tools, make_terminal(console), settings)
         names = ", ".join(t.name for t in session.tools) or "none"
         console.print(f"Tools loaded: {names} (/tools for details)")
@@ -260,10 +255,10 @@ async def _first_model(client: OpenAIUpstream) -> str:
         listing = await client.list_models()
     except UpstreamError as exc:
         raise ConfigError(
-            f"cannot list the models at {client.key}: {exc.message}; pass --model NAME, or "
+            f"cannot list the models at {client.base_url}: {exc.message}; pass --model NAME, or "
             "check that the upstream is running"
         ) from exc
     for entry in listing.get("data") or ():
         if isinstance(entry, dict) and entry.get("id"):
             return str(entry["id"])
-    raise ConfigError(f"the upstream at {client.key} lists no models; pass --model NAME")
+    raise ConfigError(f"the upstream at {client.base_url} lists no models; pass --model NAME")

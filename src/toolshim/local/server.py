@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -23,14 +24,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from toolshim.errors import LocalModelError
 from toolshim.local.model import KNOWN_MODELS, KnownModel
 
-__all__ = ["EmbeddedServer", "running_servers"]
+if TYPE_CHECKING:
+    from toolshim.capabilities.registry import Registry
+
+__all__ = ["EMBEDDED_KEY_PREFIX", "EmbeddedServer", "running_servers"]
+
+EMBEDDED_KEY_PREFIX = "embedded://"
+"""How the registry keys of embedded models begin: ``embedded://<model file name>``."""
+log = logging.getLogger("toolshim.local")
 
 _RUNNING: set[EmbeddedServer] = set()
 """Started and not yet stopped (held strongly, so that exit always stops them)."""
@@ -42,7 +50,9 @@ class EmbeddedServer:
     """A llama.cpp server for one GGUF file, as a child process (a context manager).
 
     >>> with EmbeddedServer(ensure_default_model()) as server:      # doctest: +SKIP
-    ...     engine = Engine(OpenAIUpstream(server.base_url), mode="auto")
+    ...     server.record_capabilities(registry)
+    ...     upstream = OpenAIUpstream(server.base_url, key=server.key)
+    ...     engine = Engine(upstream, mode="auto", registry=registry)
 
     ``port=None`` picks a free port; ``threads=None`` uses every core this process may use;
     ``alias`` is the model name served in ``/v1/models`` (default: the known model's alias, else
@@ -112,6 +122,15 @@ class EmbeddedServer:
     def model(self) -> str:
         """The model name ``/v1/models`` reports (the alias)."""
         return self._model or self.alias
+
+    @property
+    def key(self) -> str:
+        """``embedded://<file name>``: where this model's facts live in the capability registry.
+
+        Stable across runs (the port changes each time), so pass it as the upstream's key:
+        ``OpenAIUpstream(server.base_url, key=server.key)``.
+        """
+        return f"{EMBEDDED_KEY_PREFIX}{self.model_path.name}"
 
     @property
     def log_path(self) -> Path | None:
@@ -315,6 +334,28 @@ class EmbeddedServer:
         if self.known is not None and self.known.dialect:
             facts["dialect"] = self.known.dialect
         return facts
+
+    def record_capabilities(self, registry: Registry) -> dict[str, str]:
+        """Store :meth:`capabilities` in ``registry`` under :attr:`key` (source ``upstream``)
+        and return what was stored. A preferred dialect this toolshim lacks is left out, with
+        a warning."""
+        from toolshim.capabilities.facts import Source
+        from toolshim.dialects import available_dialects
+
+        stored: dict[str, str] = {}
+        detail = f"embedded llama.cpp server ({self.model_path.name})"
+        for name, value in self.capabilities().items():
+            if name == "dialect" and value not in available_dialects():
+                log.warning(
+                    "the embedded model prefers dialect %r, which this toolshim lacks "
+                    "(available: %s)",
+                    value,
+                    ", ".join(available_dialects()),
+                )
+                continue
+            registry.learn(self.key, self.model, name, value, Source.UPSTREAM, detail=detail)
+            stored[name] = value
+        return stored
 
     @property
     def props(self) -> dict[str, Any]:

@@ -41,7 +41,11 @@ _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "htt
 
 
 class AiohttpUpstream:
-    """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``)."""
+    """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``).
+
+    ``key`` names the upstream in the capability registry (default: the normalised base URL),
+    as for :class:`~toolshim.upstreams.openai_http.OpenAIUpstream`.
+    """
 
     def __init__(
         self,
@@ -53,8 +57,10 @@ class AiohttpUpstream:
         headers: Mapping[str, str] | None = None,
         max_connections: int = 256,
         session: aiohttp.ClientSession | None = None,
+        key: str | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
+        self._key = key if key is not None else self.base_url
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -70,9 +76,12 @@ class AiohttpUpstream:
 
     @property
     def key(self) -> str:
-        return self.base_url
+        """Where this upstream's facts live in the registry (the base URL unless overridden)."""
+        return self._key
 
     def __repr__(self) -> str:
+        if self._key != self.base_url:
+            return f"AiohttpUpstream({self.base_url!r}, key={self._key!r})"
         return f"AiohttpUpstream({self.base_url!r})"
 
     def _client(self) -> aiohttp.ClientSession:

@@ -44,7 +44,12 @@ def normalize_base_url(url: str) -> str:
 
 
 class OpenAIUpstream:
-    """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``)."""
+    """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``).
+
+    ``key`` names the upstream in the capability registry; by default it is the normalised
+    base URL. A server whose address changes from run to run (the embedded model on a random
+    port) passes a stable key instead, so that what is learned in one run holds in the next.
+    """
 
     def __init__(
         self,
@@ -55,8 +60,10 @@ class OpenAIUpstream:
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        key: str | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
+        self._key = key if key is not None else self.base_url
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -69,9 +76,12 @@ class OpenAIUpstream:
 
     @property
     def key(self) -> str:
-        return self.base_url
+        """Where this upstream's facts live in the registry (the base URL unless overridden)."""
+        return self._key
 
     def __repr__(self) -> str:
+        if self._key != self.base_url:
+            return f"OpenAIUpstream({self.base_url!r}, key={self._key!r})"
         return f"OpenAIUpstream({self.base_url!r})"
 
     def _url(self, path: str) -> str:

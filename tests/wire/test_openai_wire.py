@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolshim.errors import InvalidRequestError
@@ -144,3 +144,98 @@ def test_completion_round_trip_keeps_unknown_fields() -> None:
         "system_fingerprint": "fp",
     }
     assert completion_to_dict(completion_from_dict(data)) == data
+
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 2)
+    | st.sampled_from(["", "x", "auto", "user", "true"])
+)
+loose = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=2)
+        | st.dictionaries(
+            st.sampled_from(["name", "role", "content", "type", "function", "arguments", "id"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=6,
+)
+
+
+def mostly(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Usually ``valid``, sometimes anything: requests near the edge of validity."""
+    return st.one_of(valid, valid, valid, valid, valid, valid, valid, valid, loose)
+
+
+text = st.text(max_size=5)
+call = st.fixed_dictionaries(
+    {
+        "function": mostly(
+            st.fixed_dictionaries(
+                {"name": mostly(text)},
+                optional={"arguments": mostly(text | st.dictionaries(text, scalars))},
+            )
+        )
+    },
+    optional={"id": mostly(text), "type": mostly(st.just("function"))},
+)
+message = st.fixed_dictionaries(
+    {"role": mostly(st.sampled_from(["user", "assistant", "system", "tool"]))},
+    optional={
+        "content": mostly(
+            st.none()
+            | text
+            | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": text}), max_size=2)
+        ),
+        "name": mostly(text),
+        "tool_call_id": mostly(text),
+        "tool_calls": mostly(st.lists(call, max_size=2)),
+    },
+)
+tool = st.fixed_dictionaries(
+    {"type": mostly(st.just("function"))},
+    optional={
+        "function": mostly(
+            st.fixed_dictionaries(
+                {"name": mostly(st.text(min_size=1, max_size=5))},
+                optional={
+                    "description": mostly(text),
+                    "parameters": mostly(st.just({"type": "object"})),
+                },
+            )
+        )
+    },
+)
+messy_requests = st.fixed_dictionaries(
+    {"messages": mostly(st.lists(mostly(message), min_size=1, max_size=3))},
+    optional={
+        "model": mostly(text),
+        "tools": mostly(st.lists(mostly(tool), max_size=2)),
+        "tool_choice": mostly(
+            st.sampled_from(["auto", "none", "required"])
+            | st.just({"type": "function", "function": {"name": "f"}})
+        ),
+        "parallel_tool_calls": mostly(st.booleans()),
+        "stream": mostly(st.booleans()),
+    },
+)
+
+
+@settings(max_examples=400)
+@given(messy_requests)
+def test_the_fast_check_never_accepts_what_pydantic_rejects(data: dict[str, Any]) -> None:
+    """parse_request skips pydantic for plainly valid requests; that must change nothing."""
+    from pydantic import ValidationError
+
+    from toolshim.wire.openai import _plainly_valid, _WireRequest
+
+    if not _plainly_valid(data):
+        return
+    try:
+        _WireRequest.model_validate(data)
+    except ValidationError as exc:  # pragma: no cover - a failure is the bug this test finds
+        raise AssertionError(f"fast check accepted an invalid request: {exc}") from exc

@@ -110,20 +110,28 @@ def parse_request(data: Any) -> ChatRequest:
         raise InvalidRequestError(
             f"the request body must be a JSON object, not {type(data).__name__}"
         )
-    try:
-        wire = _WireRequest.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        param = ".".join(str(p) for p in err["loc"]) or None
-        raise InvalidRequestError(
-            f"invalid request: {param}: {err['msg']}"
-            if param
-            else f"invalid request: {err['msg']}",
-            param=param,
-            code="invalid_value",
-        ) from exc
+    if _plainly_valid(data):
+        model, choice_raw = data.get("model") or "", data.get("tool_choice")
+        parallel, stream = data.get("parallel_tool_calls"), bool(data.get("stream"))
+    else:
+        # Anything unusual goes through pydantic, which coerces what it can and names the
+        # first offending field precisely; the fast check above accepts a strict subset.
+        try:
+            wire = _WireRequest.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            param = ".".join(str(p) for p in err["loc"]) or None
+            raise InvalidRequestError(
+                f"invalid request: {param}: {err['msg']}"
+                if param
+                else f"invalid request: {err['msg']}",
+                param=param,
+                code="invalid_value",
+            ) from exc
+        model, choice_raw = wire.model, wire.tool_choice
+        parallel, stream = wire.parallel_tool_calls, bool(wire.stream)
 
-    tools = _tools(wire.tools, data.get("tools") or [])
+    tools = _tools(data.get("tools") or ())
     names = [t.name for t in tools if t.is_function]
     seen: set[str] = set()
     for i, name in enumerate(names):
@@ -132,44 +140,114 @@ def parse_request(data: Any) -> ChatRequest:
                 f"tools[{i}]: duplicate tool name {name!r}", param=f"tools.{i}.function.name"
             )
         seen.add(name)
-    choice = _tool_choice(wire.tool_choice, names)
-    messages = tuple(message_from_dict(m, strict=True) for m in data["messages"])
+    choice = _tool_choice(choice_raw, names)
+    messages = tuple(message_from_dict(m) for m in data["messages"])
     params = {k: v for k, v in data.items() if k not in _REQUEST_FIELDS}
     return ChatRequest(
-        model=wire.model,
+        model=model,
         messages=messages,
         tools=tools,
         tool_choice=choice,
         tool_choice_raw=data.get("tool_choice"),
-        parallel_tool_calls=wire.parallel_tool_calls,
-        stream=bool(wire.stream),
+        parallel_tool_calls=parallel,
+        stream=stream,
         params=params,
     )
 
 
-def _tools(wire_tools: Sequence[_WireTool] | None, raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
+_CHOICES = frozenset({"auto", "none", "required"})
+
+
+def _plainly_valid(data: Mapping[str, Any]) -> bool:
+    """A quick structural check that accepts only what the pydantic models accept unchanged."""
+    model = data.get("model", "")
+    messages = data.get("messages")
+    if not isinstance(model, str) or not isinstance(messages, list) or not messages:
+        return False
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not m["role"]:
+            return False
+        content = m.get("content")
+        if not (content is None or isinstance(content, str) or _list_of_dicts(content)):
+            return False
+        for key in ("tool_call_id", "name"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                return False
+        calls = m.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                return False
+            for call in calls:
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                    return False
+                if call.get("id") is not None and not isinstance(call["id"], str):
+                    return False
+                if not isinstance(call.get("type", "function"), str):
+                    return False
+                if not isinstance(function.get("arguments"), str | dict | list | None):
+                    return False
+    tools = data.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            return False
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("type", "function"), str):
+                return False
+            function = tool.get("function")
+            if function is None:
+                continue
+            if not isinstance(function, dict):
+                return False
+            name = function.get("name")
+            if not isinstance(name, str) or not name:
+                return False
+            if function.get("description") is not None and not isinstance(
+                function["description"], str
+            ):
+                return False
+            if function.get("parameters") is not None and not isinstance(
+                function["parameters"], dict
+            ):
+                return False
+    choice = data.get("tool_choice")
+    if choice is not None and not (isinstance(choice, dict) or choice in _CHOICES):
+        return False
+    return all(
+        data.get(key) is None or isinstance(data[key], bool)
+        for key in ("parallel_tool_calls", "stream")
+    )
+
+
+def _list_of_dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(p, dict) for p in value)
+
+
+def _tools(raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
     specs: list[ToolSpec] = []
-    for i, (tool, raw_tool) in enumerate(zip(wire_tools or (), raw, strict=False)):
-        if tool.type == "function":
-            if tool.function is None:
+    for i, tool in enumerate(raw):
+        kind = tool.get("type", "function")
+        if kind == "function":
+            function = tool.get("function")
+            if function is None:
                 raise InvalidRequestError(
                     f"tools[{i}]: a function tool needs a 'function' object with a 'name'",
                     param=f"tools.{i}.function",
                 )
-            params = tool.function.parameters
+            params = function.get("parameters")
             specs.append(
                 ToolSpec(
-                    name=tool.function.name,
-                    description=tool.function.description or "",
+                    name=function["name"],
+                    description=function.get("description") or "",
                     parameters=params
                     if params is not None
                     else {"type": "object", "properties": {}},
-                    raw=raw_tool,
+                    raw=tool,
                 )
             )
         else:
-            name = str(raw_tool.get("name") or tool.type)
-            specs.append(ToolSpec(name=name, type=tool.type, raw=raw_tool))
+            name = str(tool.get("name") or kind)
+            specs.append(ToolSpec(name=name, type=kind, raw=tool))
     return tuple(specs)
 
 
@@ -195,10 +273,8 @@ def _tool_choice(value: str | dict[str, Any] | None, names: Sequence[str]) -> To
     return ToolChoice.function(name)
 
 
-def message_from_dict(data: Mapping[str, Any], *, strict: bool = False) -> Message:
-    """Read one message; ``strict`` raises InvalidRequestError instead of being lenient."""
-    if strict and not isinstance(data, Mapping):
-        raise InvalidRequestError("each message must be an object", param="messages")
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Read one message leniently (a request's messages were validated before)."""
     content = data.get("content")
     if isinstance(content, list):
         content = tuple(

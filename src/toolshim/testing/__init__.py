@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolshim.errors import UpstreamError, UpstreamStatusError
-from toolshim.upstreams.openai_http import completion_as_chunks
+from toolshim.upstreams._http import completion_as_chunks
 
 __all__ = [
     "REJECTION_MESSAGES",

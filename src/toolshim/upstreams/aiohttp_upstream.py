@@ -26,14 +26,14 @@ from toolshim.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from toolshim.upstreams.openai_http import (
-    DEFAULT_TIMEOUT,
-    _event,
-    _json_object,
-    _status_error,
+from toolshim.upstreams._http import (
+    SSEDecoder,
     completion_as_chunks,
-    normalize_base_url,
+    event_object,
+    json_object,
+    status_error,
 )
+from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, normalize_base_url
 
 __all__ = ["AiohttpUpstream"]
 
@@ -119,8 +119,8 @@ class AiohttpUpstream:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _transport_error(exc, url, self.timeout) from exc
         if status >= 400:
-            raise _status_error(status, content, url)
-        return _object(content, url)
+            raise status_error(status, content, url)
+        return json_object(content, url)
 
     async def stream(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
@@ -133,11 +133,11 @@ class AiohttpUpstream:
             async with self._client().post(url, data=payload, headers=merged) as response:
                 try:
                     if response.status >= 400:
-                        raise _status_error(response.status, await response.read(), url)
+                        raise status_error(response.status, await response.read(), url)
                     ctype = response.headers.get("Content-Type", "")
                     if "text/event-stream" not in ctype and "json" in ctype:
                         # The upstream ignored "stream": answer with the whole completion as chunks.
-                        whole = _object(await response.read(), url)
+                        whole = json_object(await response.read(), url)
                         for chunk in completion_as_chunks(whole):
                             yield chunk
                         return
@@ -162,8 +162,8 @@ class AiohttpUpstream:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _transport_error(exc, url, self.timeout) from exc
         if status >= 400:
-            raise _status_error(status, content, url)
-        return _object(content, url)
+            raise status_error(status, content, url)
+        return json_object(content, url)
 
     async def aclose(self) -> None:
         if self._session is not None and self._owns_session and not self._session.closed:
@@ -174,35 +174,17 @@ def _dumps(body: Mapping[str, Any]) -> bytes:
     return orjson.dumps(body)
 
 
-def _object(content: bytes | str, url: str) -> dict[str, Any]:
-    """A JSON object parsed with orjson; anything else gets the httpx adapter's precise error."""
-    try:
-        obj = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        obj = None
-    if isinstance(obj, dict):
-        return obj
-    return _json_object(content.encode() if isinstance(content, str) else content, url)
-
-
 async def _sse_objects(content: aiohttp.StreamReader, url: str) -> AsyncIterator[dict[str, Any]]:
-    """Parse ``data:`` events; ``[DONE]`` ends the stream; an error event raises."""
-    data_lines: list[str] = []
+    decoder = SSEDecoder()
     async for raw in content:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if line.startswith("data:"):
-            data_lines.append(line[5:].lstrip(" "))
-            continue
-        if line.strip() or not data_lines:
-            continue  # comments (":"), "event:", "id:" and blank keep-alives
-        data = "\n".join(data_lines)
-        data_lines = []
-        if data.strip() == "[DONE]":
+        data = decoder.line(raw.decode("utf-8", "replace"))
+        if data is not None:
+            yield event_object(data, url)
+        if decoder.done:
             return
-        obj = _object(data, url)
-        yield _event(data, url) if "error" in obj and "choices" not in obj else obj
-    if data_lines and "\n".join(data_lines).strip() != "[DONE]":
-        yield _event("\n".join(data_lines), url)
+    data = decoder.end()
+    if data is not None:
+        yield event_object(data, url)
 
 
 def _transport_error(exc: BaseException, url: str, timeout: float) -> UpstreamError:

@@ -8,8 +8,6 @@ and the upstream's own message.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -19,10 +17,14 @@ import httpx
 from toolshim.errors import (
     UpstreamConnectionError,
     UpstreamError,
-    UpstreamProtocolError,
-    UpstreamStatusError,
     UpstreamTimeoutError,
-    upstream_error_fields,
+)
+from toolshim.upstreams._http import (
+    SSEDecoder,
+    completion_as_chunks,
+    event_object,
+    json_object,
+    status_error,
 )
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "normalize_base_url"]
@@ -101,8 +103,8 @@ class OpenAIUpstream:
         except httpx.HTTPError as exc:
             raise _transport_error(exc, url) from exc
         if response.status_code >= 400:
-            raise _status_error(response.status_code, response.content, url)
-        return _json_object(response.content, url)
+            raise status_error(response.status_code, response.content, url)
+        return json_object(response.content, url)
 
     async def stream(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
@@ -115,11 +117,11 @@ class OpenAIUpstream:
                 "POST", url, json=payload, headers=merged, timeout=self._timeout
             ) as response:
                 if response.status_code >= 400:
-                    raise _status_error(response.status_code, await response.aread(), url)
+                    raise status_error(response.status_code, await response.aread(), url)
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype and "json" in ctype:
                     # The upstream ignored "stream": answer with the whole completion as chunks.
-                    whole = _json_object(await response.aread(), url)
+                    whole = json_object(await response.aread(), url)
                     for chunk in completion_as_chunks(whole):
                         yield chunk
                     return
@@ -137,8 +139,8 @@ class OpenAIUpstream:
         except httpx.HTTPError as exc:
             raise _transport_error(exc, url) from exc
         if response.status_code >= 400:
-            raise _status_error(response.status_code, response.content, url)
-        return _json_object(response.content, url)
+            raise status_error(response.status_code, response.content, url)
+        return json_object(response.content, url)
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -146,70 +148,16 @@ class OpenAIUpstream:
 
 
 async def _sse_objects(response: httpx.Response, url: str) -> AsyncIterator[dict[str, Any]]:
-    """Parse ``data:`` events; ``[DONE]`` ends the stream; an error event raises."""
-    data_lines: list[str] = []
+    decoder = SSEDecoder()
     async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            data_lines.append(line[5:].lstrip(" "))
-            continue
-        if line.strip() or not data_lines:
-            continue  # comments (":"), "event:", "id:" and blank keep-alives
-        data = "\n".join(data_lines)
-        data_lines = []
-        if data.strip() == "[DONE]":
+        data = decoder.line(line)
+        if data is not None:
+            yield event_object(data, url)
+        if decoder.done:
             return
-        yield _event(data, url)
-    if data_lines and "\n".join(data_lines).strip() != "[DONE]":
-        yield _event("\n".join(data_lines), url)
-
-
-def _event(data: str, url: str) -> dict[str, Any]:
-    obj = _json_object(data.encode(), url)
-    if "error" in obj and "choices" not in obj:
-        fields = upstream_error_fields(obj)
-        status = obj["error"].get("code") if isinstance(obj["error"], Mapping) else None
-        raise UpstreamStatusError(
-            str(fields.get("message") or "the upstream sent an error event"),
-            status=status if isinstance(status, int) and 400 <= status < 600 else 502,
-            body=obj,
-            url=url,
-        )
-    return obj
-
-
-def _json_object(content: bytes, url: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(content)
-    except ValueError as exc:
-        snippet = content[:200].decode("utf-8", "replace")
-        raise UpstreamProtocolError(
-            f"the upstream at {url} answered with something that is not JSON: {snippet!r}",
-            url=url,
-        ) from exc
-    if not isinstance(obj, dict):
-        raise UpstreamProtocolError(
-            f"the upstream at {url} answered with a JSON {type(obj).__name__}, not an object",
-            url=url,
-        )
-    return obj
-
-
-def _status_error(status: int, content: bytes, url: str) -> UpstreamStatusError:
-    try:
-        body: Any = json.loads(content)
-    except ValueError:
-        body = content.decode("utf-8", "replace")
-    fields = upstream_error_fields(body)
-    message = fields.get("message") or f"the upstream answered HTTP {status}"
-    return UpstreamStatusError(
-        str(message),
-        status=status,
-        body=body,
-        url=url,
-        upstream_type=fields.get("type"),
-        upstream_code=fields.get("code"),
-        upstream_param=fields.get("param"),
-    )
+    data = decoder.end()
+    if data is not None:
+        yield event_object(data, url)
 
 
 def _transport_error(exc: httpx.HTTPError, url: str) -> UpstreamError:
@@ -220,38 +168,3 @@ def _transport_error(exc: httpx.HTTPError, url: str) -> UpstreamError:
     if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)):
         return UpstreamConnectionError(f"could not reach the upstream at {url}: {exc}", url=url)
     return UpstreamConnectionError(f"error talking to the upstream at {url}: {exc!r}", url=url)
-
-
-def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A whole ``chat.completion`` re-expressed as stream chunks (for upstreams that ignore stream)."""
-    base = {
-        "id": completion.get("id", "chatcmpl-upstream"),
-        "object": "chat.completion.chunk",
-        "created": completion.get("created", int(time.time())),
-        "model": completion.get("model", ""),
-    }
-    chunks = []
-    for choice in completion.get("choices") or []:
-        message = dict(choice.get("message") or {})
-        delta: dict[str, Any] = {"role": message.pop("role", "assistant")}
-        if message.get("content") is not None:
-            delta["content"] = message["content"]
-        if message.get("tool_calls"):
-            delta["tool_calls"] = [
-                {"index": i, **call} for i, call in enumerate(message["tool_calls"])
-            ]
-        chunks.append(
-            {
-                **base,
-                "choices": [
-                    {
-                        "index": choice.get("index", 0),
-                        "delta": delta,
-                        "finish_reason": choice.get("finish_reason"),
-                    }
-                ],
-            }
-        )
-    if completion.get("usage"):
-        chunks.append({**base, "choices": [], "usage": completion["usage"]})
-    return chunks

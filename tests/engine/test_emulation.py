@@ -358,3 +358,13 @@ async def test_the_prompt_speaks_of_tool_results_only_when_there_are_some(dialec
     assert "results of your calls" not in first
     assert "start with 'tool result" not in first
     assert "results of your calls" in second
+
+
+async def test_with_upstream_leaves_the_original_engine_alone() -> None:
+    first, second = FakeUpstream([ANSWER]), FakeUpstream([ANSWER])
+    engine = Engine(first, mode="force", registry=":memory:")
+    other = engine.with_upstream(second)
+    await other.acomplete(request())
+    assert engine.upstream is first and other.upstream is second
+    assert (first.calls, second.calls) == (0, 1)
+    assert other.registry is engine.registry and other.options == engine.options

@@ -14,6 +14,7 @@ strip      tools go only to models known to support them; others get a "no tools
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import threading
@@ -92,6 +93,15 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"Engine({self.upstream!r}, mode={self.options.mode.value!r})"
+
+    def with_upstream(self, upstream: Upstream) -> Engine:
+        """A new engine with the same options and registry over another upstream (for example
+        this one's, wrapped to observe it)."""
+        clone = copy.copy(self)
+        clone.upstream = upstream
+        clone._loop = clone._thread = None
+        clone._loop_lock = threading.Lock()
+        return clone
 
     def __enter__(self) -> Engine:
         return self

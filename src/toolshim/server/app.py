@@ -56,12 +56,12 @@ def create_app(
     ``upstream_api_key`` replaces the caller's ``Authorization`` header upstream.
     ``default_model`` serves requests that name no model; with ``pin_model`` every request
     goes to it (an upstream that serves one model, like the embedded llama-server).
-    The engine's upstream is wrapped to time its calls for ``/metrics``; the engine is closed
-    when the app shuts down.
+    The app serves a copy of the engine whose upstream is wrapped to time its calls for
+    ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
-        engine.upstream = ObservedUpstream(engine.upstream, metrics)
+        engine = engine.with_upstream(ObservedUpstream(engine.upstream, metrics))
     settings = ServerSettings(
         upstream_api_key=upstream_api_key,
         default_model=default_model,

@@ -231,7 +231,7 @@ def test_the_fast_check_never_accepts_what_pydantic_rejects(data: dict[str, Any]
     """parse_request skips pydantic for plainly valid requests; that must change nothing."""
     from pydantic import ValidationError
 
-    from toolshim.wire.openai import _plainly_valid, _WireRequest
+    from toolshim.wire.requests import _plainly_valid, _WireRequest
 
     if not _plainly_valid(data):
         return

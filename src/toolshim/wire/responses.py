@@ -1,0 +1,192 @@
+"""Chat-completion answers on the wire: completions and stream chunks, read leniently, written
+exactly (every field toolshim does not interpret is kept in ``extra`` and written back)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from toolshim.errors import UpstreamProtocolError
+from toolshim.types import EMPTY, Choice, Completion, StreamChunk, ToolCallDelta, Usage
+from toolshim.wire.messages import message_from_dict, message_to_dict
+
+__all__ = [
+    "chunk_from_dict",
+    "chunk_to_dict",
+    "completion_from_dict",
+    "completion_to_dict",
+    "new_completion_id",
+    "usage_from_dict",
+    "usage_to_dict",
+]
+
+
+def new_completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def usage_from_dict(data: Any) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return None
+    known = ("prompt_tokens", "completion_tokens", "total_tokens")
+    extra = {k: v for k, v in data.items() if k not in known}
+    return Usage(
+        int(data.get("prompt_tokens") or 0),
+        int(data.get("completion_tokens") or 0),
+        int(data.get("total_tokens") or 0),
+        extra=extra or EMPTY,
+    )
+
+
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        **usage.extra,
+    }
+
+
+def completion_from_dict(data: Any) -> Completion:
+    """Read an upstream's ``chat.completion`` leniently (missing ids and times are filled in)."""
+    if not isinstance(data, Mapping):
+        raise UpstreamProtocolError(
+            f"the upstream answered with {type(data).__name__}, not a chat.completion object"
+        )
+    raw_choices = data.get("choices")
+    if not isinstance(raw_choices, list):
+        raise UpstreamProtocolError("the upstream's chat.completion has no 'choices' list")
+    choices = []
+    for i, c in enumerate(raw_choices):
+        if not isinstance(c, Mapping):
+            raise UpstreamProtocolError(f"choices[{i}] is not an object")
+        message = message_from_dict(c.get("message") or {"role": "assistant", "content": ""})
+        extra = {k: v for k, v in c.items() if k not in ("index", "message", "finish_reason")}
+        choices.append(
+            Choice(
+                index=int(c.get("index", i) or 0),
+                message=message,
+                finish_reason=c.get("finish_reason"),
+                extra=extra or EMPTY,
+            )
+        )
+    top = ("id", "object", "created", "model", "choices", "usage", "toolshim")
+    extra = {k: v for k, v in data.items() if k not in top}
+    return Completion(
+        id=str(data.get("id") or new_completion_id()),
+        model=str(data.get("model") or ""),
+        created=int(data.get("created") or time.time()),
+        choices=tuple(choices),
+        usage=usage_from_dict(data.get("usage")),
+        extra=extra or EMPTY,
+    )
+
+
+def completion_to_dict(completion: Completion) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": completion.id,
+        "object": "chat.completion",
+        "created": completion.created,
+        "model": completion.model,
+        "choices": [
+            {
+                "index": c.index,
+                "message": message_to_dict(c.message),
+                "finish_reason": c.finish_reason,
+                **c.extra,
+            }
+            for c in completion.choices
+        ],
+    }
+    if completion.usage is not None:
+        out["usage"] = usage_to_dict(completion.usage)
+    out.update(completion.extra)
+    if completion.meta is not None:
+        out["toolshim"] = completion.meta.to_dict()
+    return out
+
+
+def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
+    """Read one upstream ``chat.completion.chunk`` into one StreamChunk per choice (``raw`` kept)."""
+    choices = data.get("choices") or []
+    usage = usage_from_dict(data.get("usage"))
+    if not choices:
+        return [StreamChunk(usage=usage, raw=data)]
+    out = []
+    for c in choices:
+        if not isinstance(c, Mapping):
+            raise UpstreamProtocolError("a stream chunk's choice is not an object")
+        delta = c.get("delta") or {}
+        deltas = []
+        for j, tc in enumerate(delta.get("tool_calls") or ()):
+            function = tc.get("function") or {}
+            arguments = function.get("arguments")
+            if arguments is not None and not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            deltas.append(
+                ToolCallDelta(
+                    index=int(tc.get("index", j) or 0),
+                    id=tc.get("id"),
+                    name=function.get("name"),
+                    arguments=arguments,
+                )
+            )
+        content = delta.get("content")
+        out.append(
+            StreamChunk(
+                content=content if isinstance(content, str) else None,
+                tool_calls=tuple(deltas),
+                role=delta.get("role"),
+                finish_reason=c.get("finish_reason"),
+                usage=usage,
+                raw=data,
+                choice_index=int(c.get("index") or 0),
+            )
+        )
+    return out
+
+
+def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:
+    """Write a StreamChunk as a ``chat.completion.chunk`` (a raw native chunk is kept as sent)."""
+    if chunk.raw is not None:
+        raw = dict(chunk.raw)
+        if chunk.meta is not None:
+            raw["toolshim"] = chunk.meta.to_dict()
+        return raw
+    delta: dict[str, Any] = {}
+    if chunk.role is not None:
+        delta["role"] = chunk.role
+    if chunk.content is not None:
+        delta["content"] = chunk.content
+    if chunk.tool_calls:
+        calls = []
+        for d in chunk.tool_calls:
+            entry: dict[str, Any] = {"index": d.index}
+            function: dict[str, Any] = {}
+            if d.id is not None:
+                entry["id"] = d.id
+                entry["type"] = "function"
+            if d.name is not None:
+                function["name"] = d.name
+            if d.arguments is not None:
+                function["arguments"] = d.arguments
+            entry["function"] = function
+            calls.append(entry)
+        delta["tool_calls"] = calls
+    out: dict[str, Any] = {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": []
+        if chunk.usage is not None and not delta and chunk.finish_reason is None
+        else [{"index": chunk.choice_index, "delta": delta, "finish_reason": chunk.finish_reason}],
+    }
+    if chunk.usage is not None:
+        out["usage"] = usage_to_dict(chunk.usage)
+    if chunk.meta is not None:
+        out["toolshim"] = chunk.meta.to_dict()
+    return out

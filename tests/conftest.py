@@ -1,10 +1,16 @@
-"""Shared fixtures: every test gets a private capability store, never the user's."""
+"""Shared test set-up: a private capability store per test, and hypothesis tuned for shared CI
+machines (no per-example deadline, no "generation is slow" health check: both measure the
+machine's load, not the code)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("toolshim", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolshim")
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,451 @@
+"""The bridge to the Berkeley Function Calling Leaderboard (``bfcl-eval``): cases, tools, prompts, checker.
+
+Everything toolshim's evaluation takes from BFCL goes through this module, and all of it is
+BFCL's own code, imported from the installed wheel, never rewritten:
+
+* the cases and their possible answers (``bfcl_eval.utils.load_dataset_entry`` /
+  ``load_ground_truth_entry``), with BFCL's own language hint added to the function docs;
+* the function docs as OpenAI tools (``convert_to_tool`` with ``GORILLA_TO_OPENAPI``, as its
+  OpenAI chat-completions handler does: dots in names become underscores, ``dict``/``float``/
+  ``tuple``/``any`` become JSON Schema types);
+* the prompt-mode system prompt (``system_prompt_pre_processing_chat_model``) and its
+  decoder (``default_decode_ast_prompting``);
+* the AST checker (``ast_checker``) and its format helpers (``is_function_calling_format_output``,
+  ``is_empty_output``).
+
+``bfcl-eval`` is installed with ``--no-deps`` (its dependencies pull torch). Its checker
+module imports ``bfcl_eval.constants.model_config`` only to read one flag of the model being
+scored, ``underscore_to_dot``, and that module imports every vendor SDK BFCL supports. When
+those SDKs are missing, :func:`load_bfcl` puts a stand-in with the same two entries toolshim scores
+under (values copied from BFCL's table, checked against it in the tests) in its place.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import random
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from toolshim.errors import ConfigError
+
+__all__ = [
+    "BFCL_VERSION",
+    "CATEGORY_ALIASES",
+    "DEFAULT_CATEGORIES",
+    "FC_PROFILE",
+    "INSTALL_COMMAND",
+    "PROMPT_PROFILE",
+    "RELEVANCE_CATEGORIES",
+    "SUPPORTED_CATEGORIES",
+    "BfclCase",
+    "BfclMissingError",
+    "Verdict",
+    "bfcl_available",
+    "canonical_category",
+    "decode_fc_output",
+    "load_bfcl",
+    "load_cases",
+    "score",
+]
+
+BFCL_VERSION = "2026.3.23"
+"""The bfcl-eval release this module was written and tested against."""
+
+INSTALL_COMMAND = f"pip install 'toolshim[eval]' && pip install --no-deps bfcl-eval=={BFCL_VERSION}"
+"""What to run when bfcl-eval is missing (``toolshim[eval]`` brings the modules its checker,
+parsers and loaders import: tree-sitter with its Java/JavaScript grammars, filelock, tenacity)."""
+
+DEFAULT_CATEGORIES: tuple[str, ...] = (
+    "simple",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+)
+CATEGORY_ALIASES: Mapping[str, str] = {"simple": "simple_python"}
+"""Short names: BFCL v4 split ``simple`` into ``simple_python``/``_java``/``_javascript``."""
+
+RELEVANCE_CATEGORIES: frozenset[str] = frozenset(
+    {"irrelevance", "live_irrelevance", "live_relevance"}
+)
+"""Categories scored only on whether a call was made (no possible answer to compare with)."""
+
+SUPPORTED_CATEGORIES: tuple[str, ...] = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+)
+"""BFCL's single-turn Python categories: the ones its AST checker scores from one reply."""
+
+FC_PROFILE = "gpt-4o-2024-11-20-FC"
+"""The BFCL model key the checker scores tool calls under: a function-calling model whose
+``underscore_to_dot`` is true, because its tools had dots in names turned into underscores."""
+
+PROMPT_PROFILE = "gpt-4o-2024-11-20"
+"""The BFCL model key the prompt-mode baseline is scored under (names keep their dots)."""
+
+_STANDIN_UNDERSCORE_TO_DOT: Mapping[str, bool] = {FC_PROFILE: True, PROMPT_PROFILE: False}
+
+
+class BfclMissingError(ConfigError):
+    """bfcl-eval (or a module its checker imports) is not installed."""
+
+    def __init__(self, missing: str) -> None:
+        if missing.partition(".")[0] == "bfcl_eval":
+            missing = "bfcl-eval"
+        super().__init__(
+            f"the BFCL evaluation needs {missing!r}, which is not installed; run: "
+            f"{INSTALL_COMMAND}",
+            param="bfcl-eval",
+        )
+        self.missing = missing
+
+
+@dataclass(frozen=True)
+class _Bfcl:
+    """BFCL's functions and constants, imported once."""
+
+    load_dataset_entry: Any
+    load_ground_truth_entry: Any
+    add_language_hint: Any
+    convert_to_tool: Any
+    gorilla_to_openapi: Any
+    openai_completions_style: Any
+    system_prompt_pre_processing_chat_model: Any
+    default_decode_ast_prompting: Any
+    ast_checker: Any
+    is_function_calling_format_output: Any
+    is_empty_output: Any
+    python_language: Any
+    python_return_format: Any
+    standin_model_config: bool
+    version: str
+
+
+def _bfcl_project_root() -> Path:
+    """Where BFCL may create its ``result/``, ``score/`` and lock folders (not site-packages)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("toolshim")) / "bfcl"
+
+
+def _standin_model_config() -> types.ModuleType:
+    module = types.ModuleType(
+        "bfcl_eval.constants.model_config",
+        "toolshim's stand-in for BFCL's model table: only the entries toolshim scores under.",
+    )
+    module.MODEL_CONFIG_MAPPING = {  # type: ignore[attr-defined]
+        name: types.SimpleNamespace(model_name=name, underscore_to_dot=flag)
+        for name, flag in _STANDIN_UNDERSCORE_TO_DOT.items()
+    }
+    return module
+
+
+@cache
+def load_bfcl() -> _Bfcl:
+    """Import BFCL's pieces (raises :class:`BfclMissingError` naming what is missing)."""
+    os.environ.setdefault("BFCL_PROJECT_ROOT", str(_bfcl_project_root()))
+    try:
+        from importlib.metadata import version
+
+        installed = version("bfcl-eval")
+        utils = importlib.import_module("bfcl_eval.utils")
+        handler_utils = importlib.import_module("bfcl_eval.model_handler.utils")
+        enums = importlib.import_module("bfcl_eval.constants.enums")
+        type_mappings = importlib.import_module("bfcl_eval.constants.type_mappings")
+    except ModuleNotFoundError as exc:
+        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+    except ImportError as exc:  # importlib.metadata.PackageNotFoundError
+        raise BfclMissingError("bfcl-eval") from exc
+    standin = False
+    try:
+        importlib.import_module("bfcl_eval.constants.model_config")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] == "bfcl_eval":
+            raise BfclMissingError(exc.name or "bfcl-eval") from exc
+        # A vendor SDK of one of BFCL's model handlers (anthropic, cohere, …) is missing.
+        sys.modules["bfcl_eval.constants.model_config"] = _standin_model_config()
+        standin = True
+    try:
+        checker = importlib.import_module("bfcl_eval.eval_checker.ast_eval.ast_checker")
+    except ModuleNotFoundError as exc:
+        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+    return _Bfcl(
+        load_dataset_entry=utils.load_dataset_entry,
+        load_ground_truth_entry=utils.load_ground_truth_entry,
+        add_language_hint=utils.add_language_specific_hint_to_function_doc,
+        convert_to_tool=handler_utils.convert_to_tool,
+        gorilla_to_openapi=type_mappings.GORILLA_TO_OPENAPI,
+        openai_completions_style=enums.ModelStyle.OPENAI_COMPLETIONS,
+        system_prompt_pre_processing_chat_model=handler_utils.system_prompt_pre_processing_chat_model,
+        default_decode_ast_prompting=handler_utils.default_decode_ast_prompting,
+        ast_checker=checker.ast_checker,
+        is_function_calling_format_output=utils.is_function_calling_format_output,
+        is_empty_output=utils.is_empty_output,
+        python_language=enums.Language.PYTHON,
+        python_return_format=enums.ReturnFormat.PYTHON,
+        standin_model_config=standin,
+        version=installed,
+    )
+
+
+def bfcl_available() -> str | None:
+    """None when BFCL can be used, else the reason it cannot (with the install command)."""
+    try:
+        load_bfcl()
+    except BfclMissingError as exc:
+        return exc.message
+    return None
+
+
+def canonical_category(name: str) -> str:
+    """BFCL's name for a category (``simple`` → ``simple_python``); ConfigError if unsupported."""
+    key = name.strip().lower()
+    key = CATEGORY_ALIASES.get(key, key)
+    if key not in SUPPORTED_CATEGORIES:
+        known = ", ".join([*CATEGORY_ALIASES, *SUPPORTED_CATEGORIES])
+        raise ConfigError(f"unknown BFCL category {name!r}; available: {known}", param="categories")
+    return key
+
+
+@dataclass(frozen=True)
+class BfclCase:
+    """One BFCL test case: the user turn, the function docs, and the possible answers."""
+
+    id: str
+    category: str
+    messages: tuple[Mapping[str, Any], ...]
+    functions: tuple[Mapping[str, Any], ...]
+    """The function docs as BFCL scores against them (no language hint)."""
+    ground_truth: tuple[Mapping[str, Any], ...] | None = None
+    """BFCL's possible answers; None for the relevance categories."""
+    hinted_functions: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    """The function docs as BFCL sends them to a model (with its Python-syntax hint)."""
+
+    @property
+    def is_relevance(self) -> bool:
+        return self.category in RELEVANCE_CATEGORIES
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The functions as OpenAI ``tools``, converted by BFCL's OpenAI handler's own code."""
+        b = load_bfcl()
+        functions = copy.deepcopy([dict(f) for f in self.hinted_functions or self.functions])
+        tools: list[dict[str, Any]] = b.convert_to_tool(
+            functions, b.gorilla_to_openapi, b.openai_completions_style
+        )
+        return tools
+
+    def tool_names(self) -> list[str]:
+        return [str(tool["function"]["name"]) for tool in self.tools()]
+
+    def function_names(self) -> list[str]:
+        return [str(f["name"]) for f in self.functions]
+
+    def chat_messages(self) -> list[dict[str, Any]]:
+        """The user turn as OpenAI messages (a copy)."""
+        return copy.deepcopy([dict(m) for m in self.messages])
+
+    def prompt_messages(self) -> list[dict[str, Any]]:
+        """The user turn with BFCL's prompt-mode system prompt, as its prompting handlers send it."""
+        b = load_bfcl()
+        functions = copy.deepcopy([dict(f) for f in self.hinted_functions or self.functions])
+        messages: list[dict[str, Any]] = b.system_prompt_pre_processing_chat_model(
+            self.chat_messages(), functions, self.id
+        )
+        return messages
+
+
+def _select(category: str, count: int, limit: int | None, seed: int | None) -> list[int]:
+    if limit is None or limit >= count:
+        return list(range(count))
+    if seed is None:
+        return list(range(limit))
+    return sorted(random.Random(f"{seed}/{category}").sample(range(count), limit))
+
+
+def load_cases(
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
+    *,
+    limit: int | None = None,
+    seed: int | None = 0,
+) -> list[BfclCase]:
+    """BFCL's cases for ``categories``: ``limit`` per category, a seeded sample in file order
+    (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit must be at least 1, got {limit}", param="limit")
+    b = load_bfcl()
+    cases: list[BfclCase] = []
+    for name in dict.fromkeys(canonical_category(c) for c in categories):
+        entries = b.load_dataset_entry(
+            name, include_prereq=False, include_language_specific_hint=False
+        )
+        answers: dict[str, Any] = {}
+        if name not in RELEVANCE_CATEGORIES:
+            answers = {a["id"]: a["ground_truth"] for a in b.load_ground_truth_entry(name)}
+        for index in _select(name, len(entries), limit, seed):
+            entry = entries[index]
+            hinted = b.add_language_hint([copy.deepcopy(entry)])[0]["function"]
+            truth = answers.get(entry["id"]) if answers else None
+            if answers and truth is None:
+                raise ConfigError(f"BFCL case {entry['id']!r} has no possible answer")
+            cases.append(
+                BfclCase(
+                    id=str(entry["id"]),
+                    category=name,
+                    messages=tuple(entry["question"][0]),
+                    functions=tuple(entry["function"]),
+                    ground_truth=tuple(truth) if truth is not None else None,
+                    hinted_functions=tuple(hinted),
+                )
+            )
+    return cases
+
+
+Decoder = Literal["fc", "prompt"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """BFCL's verdict on one output, and whether the output had the shape of tool calls.
+
+    ``well_formed`` (None in the relevance categories): the output decoded into at least one
+    call, in BFCL's ``[{name: {arg: value}}]`` shape, every call naming a function the model
+    was offered. It says the reply was usable as tool calls, right or wrong.
+    """
+
+    valid: bool
+    well_formed: bool | None
+    called: bool
+    decoded: list[Any] | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+def decode_fc_output(output: Any) -> list[dict[str, Any]]:
+    """BFCL's OpenAI handler's ``decode_ast`` for function-calling models: ``[{name: json_args}]``
+    → ``[{name: args}]``. A text reply (a ``str``) fails here, as it fails in BFCL."""
+    decoded = []
+    for invoked_function in output:
+        name = next(iter(invoked_function))
+        params = json.loads(invoked_function[name])
+        decoded.append({name: params})
+    return decoded
+
+
+def _decode(output: Any, decoder: Decoder) -> list[Any]:
+    b = load_bfcl()
+    if decoder == "fc":
+        return decode_fc_output(output)
+    if not isinstance(output, str):
+        raise TypeError(f"a prompt-mode output is text, got {type(output).__name__}")
+    decoded: list[Any] = b.default_decode_ast_prompting(output, b.python_return_format, False)
+    return decoded
+
+
+def score(case: BfclCase, output: Any, *, decoder: Decoder) -> Verdict:
+    """Score ``output`` as BFCL's evaluation runner does for single-turn categories.
+
+    ``output`` is what BFCL's handler would store as the model's result: with ``decoder="fc"``
+    a list of ``{name: arguments_json}`` (or the reply's text when it had no tool calls), with
+    ``decoder="prompt"`` the reply's text.
+    """
+    b = load_bfcl()
+    try:
+        decoded = _decode(output, decoder)
+    # BFCL's decoders raise whatever ast/json raise on text that is not calls; BFCL's runner
+    # catches Exception here too and records the message, as we do.
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        if case.is_relevance:
+            valid = case.category != "live_relevance"
+            return Verdict(
+                valid=valid,
+                well_formed=None,
+                called=False,
+                error=None if valid else f"Failed to decode AST when it should have. {reason}",
+                error_type=None if valid else "relevance_error:decoder_failed",
+            )
+        return Verdict(
+            valid=False,
+            well_formed=False,
+            called=False,
+            error=f"Invalid syntax. Failed to decode AST. {reason}",
+            error_type="ast_decoder:decoder_failed",
+        )
+    shaped = bool(b.is_function_calling_format_output(decoded))
+    called = not b.is_empty_output(decoded)
+    if case.is_relevance:
+        valid = not called if "irrelevance" in case.category else called
+        error = None
+        if not valid:
+            error = (
+                "Valid syntax. Successfully decode AST when it should not."
+                if "irrelevance" in case.category
+                else "Decoded no function call when one was expected."
+            )
+        return Verdict(
+            valid=valid,
+            well_formed=None,
+            called=called,
+            decoded=decoded,
+            error=error,
+            error_type=None
+            if valid
+            else (
+                "irrelevance_error:decoder_success"
+                if "irrelevance" in case.category
+                else "relevance_error:decoder_failed"
+            ),
+        )
+    offered = set(case.tool_names() if decoder == "fc" else case.function_names())
+    well_formed = (
+        shaped
+        and len(decoded) > 0
+        and all(isinstance(c, dict) and next(iter(c)) in offered for c in decoded)
+    )
+    if not shaped:
+        return Verdict(
+            valid=False,
+            well_formed=False,
+            called=called,
+            decoded=decoded,
+            error="Did not output in the specified format.",
+            error_type="ast_decoder:decoder_wrong_output_format",
+        )
+    assert case.ground_truth is not None
+    profile = FC_PROFILE if decoder == "fc" else PROMPT_PROFILE
+    result = b.ast_checker(
+        [dict(f) for f in copy.deepcopy(case.functions)],
+        decoded,
+        [dict(g) for g in copy.deepcopy(case.ground_truth)],
+        b.python_language,
+        case.category,
+        profile,
+    )
+    errors = result.get("error") or []
+    return Verdict(
+        valid=bool(result["valid"]),
+        well_formed=well_formed,
+        called=called,
+        decoded=decoded,
+        error="; ".join(str(e) for e in errors) or None,
+        error_type=result.get("error_type") if not result["valid"] else None,
+    )

@@ -1,0 +1,373 @@
+"""Running BFCL cases through toolshim configurations and the two baselines, one record per case.
+
+A configuration is one of:
+
+* ``native``: the baseline without toolshim — the case's tools sent straight to the upstream
+  (one plain HTTP request, no engine), only ``message.tool_calls`` read, as BFCL's own OpenAI
+  handler reads them;
+* ``bfcl-prompt``: the baseline of BFCL's prompt mode — BFCL's system prompt, no ``tools``,
+  the reply decoded by BFCL's own prompt-mode decoder;
+* ``MODE[:DIALECT[:STRATEGY]][+FLAG…]``: toolshim's engine in that mode (``force:pythonic``,
+  ``auto``, ``force:json:decision``), each with its own in-memory capability registry over
+  the shipped model profiles (what a new user's ``auto`` knows about a model name), so no
+  configuration learns from another and the user's store is left alone. Flags:
+  ``+constrain`` asks for constrained emulation (a ``json_schema`` response format that
+  admits only the offered tools); ``+served`` seeds the registry with what the upstream
+  measured about itself (the embedded model's facts, as ``toolshim serve`` records them).
+
+Cases are visited round-robin across categories and each case runs through every
+configuration before the next one starts, so a run stopped early still compares every
+configuration on the same cases.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
+from typing import Any, Literal
+
+from toolshim.capabilities.registry import Registry
+from toolshim.dialects import get_dialect
+from toolshim.engine import Engine
+from toolshim.engine.options import parse_mode, parse_strategy
+from toolshim.errors import ConfigError, ToolshimError
+from toolshim.evaluation.bfcl import BfclCase, Decoder, score
+from toolshim.types import Completion
+from toolshim.upstreams.base import Upstream
+
+__all__ = [
+    "BASELINES",
+    "FLAGS",
+    "CaseRecord",
+    "CountingUpstream",
+    "EvalConfig",
+    "EvalRunner",
+    "interleave",
+]
+
+BASELINES: tuple[str, ...] = ("native", "bfcl-prompt")
+FLAGS: tuple[str, ...] = ("constrain", "served")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One way of asking the model: a toolshim setting or a baseline."""
+
+    kind: Literal["toolshim", "native", "bfcl-prompt"]
+    mode: str | None = None
+    dialect: str | None = None
+    strategy: str | None = None
+    constrain: bool = False
+    served: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> EvalConfig:
+        """``native``, ``bfcl-prompt``, or ``MODE[:DIALECT[:STRATEGY]][+constrain][+served]``
+        (empty parts: the default)."""
+        text = spec.strip().lower()
+        if text in BASELINES:
+            return cls(kind=text)  # type: ignore[arg-type]
+        base, *flags = text.split("+")
+        parts = base.split(":")
+        unknown = [f for f in flags if f not in FLAGS]
+        if len(parts) > 3 or not parts[0] or unknown:
+            raise ConfigError(
+                f"bad configuration {spec!r}; use native, bfcl-prompt or "
+                "MODE[:DIALECT[:STRATEGY]][+constrain][+served], e.g. force:pythonic, "
+                "auto::decision or force:json+constrain",
+                param="config",
+            )
+        parts += [""] * (3 - len(parts))
+        return cls.toolshim(
+            parts[0],
+            parts[1] or None,
+            parts[2] or None,
+            constrain="constrain" in flags,
+            served="served" in flags,
+        )
+
+    @classmethod
+    def toolshim(
+        cls,
+        mode: str,
+        dialect: str | None = None,
+        strategy: str | None = None,
+        *,
+        constrain: bool = False,
+        served: bool = False,
+    ) -> EvalConfig:
+        """A toolshim configuration, its names checked (ConfigError lists what exists)."""
+        mode_value = parse_mode(mode).value
+        strategy_value = parse_strategy(strategy).value if strategy else None
+        if strategy_value == "single":
+            strategy_value = None
+        dialect_value = get_dialect(dialect).name if dialect else None
+        return cls("toolshim", mode_value, dialect_value, strategy_value, constrain, served)
+
+    @property
+    def label(self) -> str:
+        """A short unique name: ``native``, ``force:json``, ``auto::decision``, ``auto+served``."""
+        if self.kind != "toolshim":
+            return self.kind
+        parts = [self.mode or "auto", self.dialect or "", self.strategy or ""]
+        while parts and not parts[-1]:
+            parts.pop()
+        flags = [f for f, on in (("constrain", self.constrain), ("served", self.served)) if on]
+        return ":".join(parts) + "".join(f"+{f}" for f in flags)
+
+    @property
+    def decoder(self) -> Decoder:
+        return "prompt" if self.kind == "bfcl-prompt" else "fc"
+
+
+@dataclass
+class CaseRecord:
+    """The outcome of one case under one configuration (a row of the JSON report)."""
+
+    case_id: str
+    category: str
+    config: str
+    valid: bool
+    well_formed: bool | None
+    called: bool
+    llm_calls: int
+    latency_s: float
+    raw_output: str | None = None
+    """The text of the model's final reply (None when it had none)."""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The reply's ``tool_calls`` in OpenAI shape."""
+    parsed_calls: list[Any] | None = None
+    """The calls as BFCL's decoder read them, ``[{name: {arg: value}}]`` (None: undecodable)."""
+    error: str | None = None
+    """Why BFCL's checker rejected the output, or the failure of the request itself."""
+    error_type: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    """Prompt tokens over every LLM call of the case, as the upstream counted them."""
+    completion_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class CountingUpstream:
+    """Wraps an upstream and counts the chat requests sent through it."""
+
+    def __init__(self, inner: Upstream) -> None:
+        self.inner = inner
+        self.requests = 0
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        self.requests += 1
+        return await self.inner.complete(body, headers=headers)
+
+    async def stream(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.requests += 1
+        async for chunk in self.inner.stream(body, headers=headers):
+            yield chunk
+
+    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.inner.list_models(headers=headers)
+
+    async def aclose(self) -> None:
+        """Does nothing: the runner's owner closes the real upstream once, after every config."""
+
+
+def interleave(cases: Sequence[BfclCase]) -> list[BfclCase]:
+    """Cases round-robin across categories: a run cut short covers every category alike."""
+    by_category: dict[str, list[BfclCase]] = {}
+    for case in cases:
+        by_category.setdefault(case.category, []).append(case)
+    return [c for group in zip_longest(*by_category.values()) for c in group if c is not None]
+
+
+def _fc_output(message: Mapping[str, Any]) -> Any:
+    """What BFCL's OpenAI handler stores: ``[{name: arguments}]`` from ``tool_calls``, else the text."""
+    calls = message.get("tool_calls") or []
+    if calls:
+        return [{c["function"]["name"]: c["function"]["arguments"]} for c in calls]
+    return message.get("content")
+
+
+class EvalRunner:
+    """Runs cases through configurations against one upstream and one model."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        model: str,
+        configs: Iterable[EvalConfig],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = 256,
+        max_reasks: int = 2,
+        served_facts: Callable[[Registry], object] | None = None,
+    ) -> None:
+        """``served_facts`` records the upstream's own facts in a registry (for ``+served``
+        configurations), e.g. :meth:`toolshim.local.EmbeddedServer.record_capabilities`."""
+        self.upstream = CountingUpstream(upstream)
+        self.model = model
+        self.configs = list(dict.fromkeys(configs))
+        if not self.configs:
+            raise ConfigError("no configuration to evaluate", param="config")
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.engines: dict[EvalConfig, Engine] = {}
+        for c in self.configs:
+            if c.kind != "toolshim":
+                continue
+            registry = Registry.open(":memory:")
+            if c.served:
+                if served_facts is None:
+                    raise ConfigError(
+                        f"configuration {c.label!r} needs the upstream's own facts, which only "
+                        "the embedded model provides (run without --upstream)",
+                        param="config",
+                    )
+                served_facts(registry)
+            self.engines[c] = Engine(
+                self.upstream,
+                mode=c.mode or "auto",
+                dialect=c.dialect,
+                strategy=c.strategy or "single",
+                max_reasks=max_reasks,
+                registry=registry,
+                constrain=True if c.constrain else None,
+            )
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
+    async def run_case(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
+        """One case under one configuration; a failed request becomes a failed record."""
+        before = self.upstream.requests
+        started = time.perf_counter()
+        message: dict[str, Any] = {}
+        warnings: list[str] = []
+        usage: Mapping[str, Any] = {}
+        failure: ToolshimError | None = None
+        try:
+            if config.kind == "toolshim":
+                completion = await self.engines[config].acomplete(
+                    {
+                        "model": self.model,
+                        "messages": case.chat_messages(),
+                        "tools": case.tools(),
+                        **self._params(),
+                    }
+                )
+                message = _message_dict(completion)
+                warnings = list(completion.meta.warnings) if completion.meta else []
+                if completion.usage is not None:
+                    usage = {
+                        "prompt_tokens": completion.usage.prompt_tokens,
+                        "completion_tokens": completion.usage.completion_tokens,
+                    }
+            else:
+                body: dict[str, Any] = {"model": self.model, **self._params()}
+                if config.kind == "native":
+                    body["messages"] = case.chat_messages()
+                    body["tools"] = case.tools()
+                else:
+                    body["messages"] = case.prompt_messages()
+                reply = await self.upstream.complete(body)
+                choices = reply.get("choices") or [{}]
+                message = dict(choices[0].get("message") or {})
+                usage = reply.get("usage") or {}
+        except ToolshimError as exc:
+            failure = exc
+        latency = time.perf_counter() - started
+        llm_calls = self.upstream.requests - before
+        if failure is not None:
+            return CaseRecord(
+                case_id=case.id,
+                category=case.category,
+                config=config.label,
+                valid=False,
+                well_formed=None if case.is_relevance else False,
+                called=False,
+                llm_calls=llm_calls,
+                latency_s=round(latency, 3),
+                error=f"{type(failure).__name__}: {failure.message}",
+                error_type="request_failed",
+            )
+        text = message.get("content")
+        output = text if config.kind == "bfcl-prompt" else _fc_output(message)
+        verdict = score(case, output if output is not None else "", decoder=config.decoder)
+        return CaseRecord(
+            case_id=case.id,
+            category=case.category,
+            config=config.label,
+            valid=verdict.valid,
+            well_formed=verdict.well_formed,
+            called=verdict.called,
+            llm_calls=llm_calls,
+            latency_s=round(latency, 3),
+            raw_output=text if isinstance(text, str) else None,
+            tool_calls=list(message.get("tool_calls") or []),
+            parsed_calls=verdict.decoded,
+            error=verdict.error,
+            error_type=verdict.error_type,
+            warnings=warnings,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+        )
+
+    async def run(
+        self,
+        cases: Sequence[BfclCase],
+        *,
+        skip: Iterable[tuple[str, str]] = (),
+        on_record: Callable[[CaseRecord], None] | None = None,
+    ) -> list[CaseRecord]:
+        """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
+        already done), calling ``on_record`` after each; returns the new records."""
+        done = set(skip)
+        records: list[CaseRecord] = []
+        for case in interleave(cases):
+            for config in self.configs:
+                if (case.id, config.label) in done:
+                    continue
+                record = await self.run_case(case, config)
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+        return records
+
+    def pending(self, cases: Sequence[BfclCase], skip: Iterable[tuple[str, str]] = ()) -> int:
+        """How many (case, configuration) runs :meth:`run` would do."""
+        done = set(skip)
+        return sum(1 for c in cases for k in self.configs if (c.id, k.label) not in done)
+
+
+def _message_dict(completion: Completion) -> dict[str, Any]:
+    message = completion.message
+    return {
+        "content": message.text if message.content is not None else None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": call.type,
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ],
+    }

@@ -105,8 +105,11 @@ class UpstreamStatusError(UpstreamError):
         upstream_type: str | None = None,
         upstream_code: str | None = None,
         upstream_param: str | None = None,
+        retry_after: str | None = None,
     ) -> None:
         super().__init__(message, url=url)
+        self.retry_after = retry_after
+        """The upstream's ``Retry-After`` header (rate limits, overload), passed on to callers."""
         self.status = status
         self.body = body
         self.upstream_message = message

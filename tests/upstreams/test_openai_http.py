@@ -183,3 +183,15 @@ async def test_models_passthrough() -> None:
     models = {"object": "list", "data": [{"id": "m", "object": "model"}]}
     up = upstream(lambda r: httpx.Response(200, json=models))
     assert await up.list_models() == models
+
+
+async def test_retry_after_is_kept() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            429, json={"error": {"message": "slow down"}}, headers={"Retry-After": "7"}
+        )
+
+    with pytest.raises(UpstreamStatusError) as info:
+        await upstream(handler).complete({})
+    assert info.value.retry_after == "7"
+    assert info.value.status == 429

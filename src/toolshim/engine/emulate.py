@@ -16,7 +16,7 @@ from typing import Any
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.history import rewrite_history
-from toolshim.engine.turn import RESCUED_WARNING, Turn, emulated_id
+from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.validate import Verdict, reask_message, validate_calls
 from toolshim.errors import ToolCallError
 from toolshim.types import Choice, Completion, Message, ToolCall
@@ -26,12 +26,11 @@ __all__ = [
     "cut_off",
     "emulate",
     "emulation_body",
-    "native_problems",
-    "rescue",
     "tool_call_message",
 ]
 
 _STREAM_ONLY = ("stream", "stream_options")
+FORMAT_WARNING = "answered again without tools, in the caller's response_format"
 
 
 def emulation_body(
@@ -49,6 +48,9 @@ def emulation_body(
         for key in _STREAM_ONLY:
             params.pop(key, None)
     if text is not None:
+        # The caller's response_format is for the answer, not for the tool decision: held to
+        # it, the model could not write a call. It applies to the answer asked for afterwards.
+        params.pop("response_format", None)
         response_format = turn.dialect.response_format(tools, turn.prompt_options)
         if response_format is not None and turn.constrained:
             params["response_format"] = dict(response_format)
@@ -121,7 +123,11 @@ async def _single(turn: Turn) -> Completion:
         completion = await turn.call(emulation_body(turn, extra))
         result, problems, parsed = _settle_choices(turn, completion)
         if not problems:
-            if parsed is not None and parsed.declined and not parsed.text.strip():
+            answered = not result.tool_calls
+            if answered and turn.caller_format is not None:
+                turn.warn(FORMAT_WARNING)
+                return await turn.call(emulation_body(turn, instructions=False))
+            if answered and parsed is not None and parsed.declined and not parsed.text.strip():
                 # The model declined without answering: ask for the answer without tools.
                 return await turn.call(emulation_body(turn, instructions=False))
             return result
@@ -151,9 +157,8 @@ def _settle_choices(
                 "tool_calls",
             )
         elif verdict.ok or choice.index != completion.choices[0].index:
-            text = parsed.text.strip() or (
-                choice.message.text.strip() if not parsed.declined else ""
-            )
+            # A text answer: its prose (a further choice's broken call is never sent as text).
+            text = parsed.text.strip()
             completion = _with_choice(
                 completion,
                 _position(completion, choice),
@@ -208,7 +213,7 @@ async def _give_up(
         raise give_up_error(turn, problems)
     summary = "; ".join(problems)
     prose = parsed.text.strip() if parsed else ""
-    if prose:
+    if prose and turn.caller_format is None:
         turn.warn(
             f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
         )
@@ -243,50 +248,3 @@ async def _decision(turn: Turn) -> Completion:
             raise give_up_error(turn, verdict.problems)
         turn.reasks += 1
         extra += _reask(turn, completion.message.text, verdict.problems)
-
-
-def native_calls(message: Message) -> list[ParsedCall]:
-    out = []
-    for call in message.tool_calls:
-        try:
-            arguments: Any = call.parsed_arguments()
-            problem = None
-        except ValueError:
-            arguments, problem = call.arguments, "the arguments are not valid JSON"
-        out.append(ParsedCall(call.name, arguments, call.arguments, problem))
-    return out
-
-
-def native_problems(turn: Turn, completion: Completion) -> tuple[str, ...]:
-    """What is wrong with a native reply's tool calls (names, schemas, tool_choice)."""
-    request = turn.request
-    message = completion.message
-    if request.choice.kind == "none":
-        if message.tool_calls:
-            return ("the model called tools although tool_choice is 'none'",)
-        return ()
-    if not request.wants_tools or (not message.tool_calls and request.choice.kind == "auto"):
-        return ()
-    verdict = validate_calls(
-        native_calls(message),
-        request.function_tools,
-        request.choice,
-        parallel=request.parallel_tool_calls is not False,
-    )
-    return verdict.problems
-
-
-def rescue(turn: Turn, completion: Completion) -> Completion | None:
-    """A native reply whose text holds valid calls to offered tools, turned into tool calls."""
-    request = turn.request
-    message = completion.message
-    if not request.wants_tools or message.tool_calls or not message.text.strip():
-        return None
-    parsed = turn.dialect.parse(message.text, request.function_tools)
-    if not parsed.calls:
-        return None
-    verdict = check(turn, parsed.calls, completion.finish_reason, native=True)
-    if not verdict.ok:
-        return None
-    turn.warn(RESCUED_WARNING)
-    return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")

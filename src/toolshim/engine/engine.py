@@ -28,11 +28,12 @@ from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine import streaming
-from toolshim.engine.emulate import emulate, emulation_body, native_problems, rescue
+from toolshim.engine.emulate import emulate, emulation_body
 from toolshim.engine.history import rewrite_history, strip_note
+from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import EngineOptions
 from toolshim.engine.turn import Turn
-from toolshim.errors import UpstreamError
+from toolshim.errors import ConfigError, UpstreamError
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
@@ -189,8 +190,13 @@ class Engine:
         if isinstance(request, Mapping) and "toolshim" in request:
             request = dict(request)
             per_request = request.pop("toolshim")
-            if isinstance(per_request, Mapping):
-                overrides = {**per_request, **overrides}
+            if not isinstance(per_request, Mapping):
+                raise ConfigError(
+                    'the "toolshim" field must be an object such as {"mode": "force"}, not '
+                    f"{type(per_request).__name__}",
+                    param="toolshim",
+                )
+            overrides = {**per_request, **overrides}
         chat = parse_request(request)
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
         key = self.upstream.key
@@ -301,7 +307,7 @@ class Engine:
             completion = await turn.call(request_to_body(turn.request))
             if turn.mode is not Mode.FORCE and self.options.rescue:
                 return rescue(turn, completion) or completion
-            return completion
+            return completion  # off: native only
         if route == "emulate":
             return await emulate(turn)
         if route == "strip":
@@ -322,18 +328,9 @@ class Engine:
         return await self._after_native(turn, completion)
 
     async def _after_native(self, turn: Turn, completion: Completion) -> Completion:
-        """A native reply in auto/fallback: keep it, rescue calls from its text, or emulate."""
-        if self.options.rescue:
-            rescued = rescue(turn, completion)
-            if rescued is not None:
-                return rescued
-        problems = native_problems(turn, completion)
-        if problems:
-            turn.warn("native reply rejected: " + "; ".join(problems))
-            return await emulate(turn)
-        if turn.mode is Mode.FALLBACK and not completion.tool_calls and turn.request.wants_tools:
-            return await emulate(turn)
-        return completion
+        """A native reply in auto/fallback: keep it, trim it, rescue it, or emulate the turn."""
+        settled = settle_native(turn, completion, rescue_text=self.options.rescue)
+        return settled if settled is not None else await emulate(turn)
 
     async def _strip(self, turn: Turn) -> Completion:
         turn.warn("tools dropped: the model has no known native tool support")

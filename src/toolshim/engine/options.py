@@ -32,6 +32,10 @@ def parse_strategy(value: str | Strategy) -> Strategy:
         ) from None
 
 
+MAX_REASKS = 10
+"""The most re-asks one request may ask for (each costs an upstream call)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EngineOptions:
     """How the engine serves requests; per-request overrides come from :meth:`override`."""
@@ -47,8 +51,11 @@ class EngineOptions:
     honours ``response_format`` (fact ``structured_output``); True/False force it."""
 
     def __post_init__(self) -> None:
-        if self.max_reasks < 0:
-            raise ConfigError("max_reasks must be 0 or more", param="max_reasks")
+        if not 0 <= self.max_reasks <= MAX_REASKS:
+            raise ConfigError(
+                f"max_reasks must be between 0 and {MAX_REASKS}, not {self.max_reasks}",
+                param="max_reasks",
+            )
         if self.dialect is not None:
             from toolshim.dialects import get_dialect
 

@@ -57,6 +57,11 @@ class Turn:
             results=any(m.role in ("tool", "function") for m in self.request.messages),
         )
 
+    @property
+    def caller_format(self) -> Any:
+        """The caller's own ``response_format``, if any (it applies to the text answer)."""
+        return self.request.params.get("response_format")
+
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)

@@ -62,6 +62,17 @@ class ServerSettings:
     """Seconds ``/healthz`` waits for the upstream."""
 
 
+def _wire_chunk(chunk: StreamChunk, ids: dict[str, Any]) -> dict[str, Any]:
+    """A chunk as JSON with one id and time for the whole stream: an upstream chunk relayed as
+    it came gets the stream's id and time, and lends its model name to the chunks made here."""
+    out = chunk_to_dict(chunk, **ids)
+    if chunk.raw is not None:
+        out["id"], out["created"] = ids["id"], ids["created"]
+        if isinstance(out.get("model"), str) and out["model"]:
+            ids["model"] = out["model"]
+    return out
+
+
 class ChatCompletions:
     """The chat-completions endpoint as a lean ASGI handler: decode, serve, answer, count.
 
@@ -160,11 +171,11 @@ class ChatCompletions:
         status = 200
         finished = False
         try:
-            yield event(chunk_to_dict(first, **ids))
+            yield event(_wire_chunk(first, ids))
             async for chunk in chunks:
                 if chunk.tool_calls:
                     outcome = "tool_calls"
-                yield event(chunk_to_dict(chunk, **ids))
+                yield event(_wire_chunk(chunk, ids))
             finished = True
         except Exception as exc:
             # Headers are sent: the error travels as an event, then the stream ends normally.
@@ -195,7 +206,9 @@ class ChatCompletions:
         stream: bool,
     ) -> None:
         status, body = error_status_body(exc)
-        await send_json(send, status, body)
+        retry_after = getattr(exc, "retry_after", None)
+        headers = [(b"retry-after", retry_after.encode("latin-1"))] if retry_after else None
+        await send_json(send, status, body, headers)
         self._finish(payload, overrides, "error", None, started, status, stream)
 
     def _finish(

@@ -35,8 +35,10 @@ def json_object(content: bytes | str, url: str) -> dict[str, Any]:
     return obj
 
 
-def status_error(status: int, content: bytes, url: str) -> UpstreamStatusError:
-    """An HTTP error answer, with the upstream's status, body and own message kept."""
+def status_error(
+    status: int, content: bytes, url: str, retry_after: str | None = None
+) -> UpstreamStatusError:
+    """An HTTP error answer, with the upstream's status, body, own message and Retry-After."""
     try:
         body: Any = orjson.loads(content)
     except orjson.JSONDecodeError:
@@ -51,6 +53,7 @@ def status_error(status: int, content: bytes, url: str) -> UpstreamStatusError:
         upstream_type=fields.get("type"),
         upstream_code=fields.get("code"),
         upstream_param=fields.get("param"),
+        retry_after=retry_after,
     )
 
 

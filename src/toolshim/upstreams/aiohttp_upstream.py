@@ -116,10 +116,11 @@ class AiohttpUpstream:
             async with self._client().post(url, data=_dumps(body), headers=merged) as response:
                 content = await response.read()
                 status = response.status
+                retry_after = response.headers.get("Retry-After")
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _transport_error(exc, url, self.timeout) from exc
         if status >= 400:
-            raise status_error(status, content, url)
+            raise status_error(status, content, url, retry_after)
         return json_object(content, url)
 
     async def stream(
@@ -133,7 +134,12 @@ class AiohttpUpstream:
             async with self._client().post(url, data=payload, headers=merged) as response:
                 try:
                     if response.status >= 400:
-                        raise status_error(response.status, await response.read(), url)
+                        raise status_error(
+                            response.status,
+                            await response.read(),
+                            url,
+                            response.headers.get("Retry-After"),
+                        )
                     ctype = response.headers.get("Content-Type", "")
                     if "text/event-stream" not in ctype and "json" in ctype:
                         # The upstream ignored "stream": answer with the whole completion as chunks.

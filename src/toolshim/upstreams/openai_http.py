@@ -103,7 +103,9 @@ class OpenAIUpstream:
         except httpx.HTTPError as exc:
             raise _transport_error(exc, url) from exc
         if response.status_code >= 400:
-            raise status_error(response.status_code, response.content, url)
+            raise status_error(
+                response.status_code, response.content, url, response.headers.get("retry-after")
+            )
         return json_object(response.content, url)
 
     async def stream(
@@ -117,7 +119,12 @@ class OpenAIUpstream:
                 "POST", url, json=payload, headers=merged, timeout=self._timeout
             ) as response:
                 if response.status_code >= 400:
-                    raise status_error(response.status_code, await response.aread(), url)
+                    raise status_error(
+                        response.status_code,
+                        await response.aread(),
+                        url,
+                        response.headers.get("retry-after"),
+                    )
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype and "json" in ctype:
                     # The upstream ignored "stream": answer with the whole completion as chunks.
@@ -139,7 +146,9 @@ class OpenAIUpstream:
         except httpx.HTTPError as exc:
             raise _transport_error(exc, url) from exc
         if response.status_code >= 400:
-            raise status_error(response.status_code, response.content, url)
+            raise status_error(
+                response.status_code, response.content, url, response.headers.get("retry-after")
+            )
         return json_object(response.content, url)
 
     async def aclose(self) -> None:

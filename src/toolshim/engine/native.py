@@ -1,0 +1,105 @@
+"""What a native reply becomes: kept, trimmed, rescued from its text, or sent to emulation.
+
+One decision, used by the non-streaming engine and by the held and relayed streams alike:
+
+* a reply whose text holds valid calls to offered tools (the llama-server habit of answering
+  with fenced JSON) is turned into tool calls — the *rescue*;
+* a reply whose native calls break the rules (a tool that does not exist, arguments against
+  its schema, ``tool_choice``) goes to emulation, except in ``off``;
+* a reply with more calls than ``parallel_tool_calls: false`` (or a named function) allows
+  keeps the first ones, with a warning;
+* in ``fallback``, a reply without calls to a request that offers tools goes to emulation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.emulate import check, tool_call_message
+from toolshim.engine.turn import RESCUED_WARNING, Turn
+from toolshim.engine.validate import Verdict, validate_calls
+from toolshim.types import Completion, Message, Mode
+
+__all__ = ["native_calls", "native_verdict", "rescue", "settle_native"]
+
+
+def native_calls(message: Message) -> list[ParsedCall]:
+    """A message's native tool calls as parsed calls (arguments decoded from JSON)."""
+    out = []
+    for call in message.tool_calls:
+        try:
+            arguments: Any = call.parsed_arguments()
+            problem = None
+        except ValueError:
+            arguments, problem = call.arguments, "the arguments are not valid JSON"
+        out.append(ParsedCall(call.name, arguments, call.arguments, problem))
+    return out
+
+
+def native_verdict(turn: Turn, message: Message) -> Verdict:
+    """The native calls of ``message`` checked against the tools and the request's rules."""
+    request = turn.request
+    if request.choice.kind == "none":
+        problems = ("the model called tools although tool_choice is 'none'",)
+        return Verdict((), problems if message.tool_calls else ())
+    if not request.wants_tools or (not message.tool_calls and request.choice.kind == "auto"):
+        return Verdict(tuple(native_calls(message)), ())
+    return validate_calls(
+        native_calls(message),
+        request.function_tools,
+        request.choice,
+        parallel=request.parallel_tool_calls is not False,
+    )
+
+
+def rescue(turn: Turn, completion: Completion) -> Completion | None:
+    """A native reply whose text holds valid calls to offered tools, turned into tool calls."""
+    request = turn.request
+    if not completion.choices or not request.wants_tools:
+        return None
+    message = completion.message
+    if message.tool_calls or not message.text.strip():
+        return None
+    parsed = turn.dialect.parse(message.text, request.function_tools)
+    if not parsed.calls:
+        return None
+    verdict = check(turn, parsed.calls, completion.finish_reason, native=True)
+    if not verdict.ok:
+        return None
+    turn.warn(RESCUED_WARNING)
+    calls = replace(tool_call_message(verdict.calls), extra=message.extra)
+    return _with_message(completion, calls, "tool_calls")
+
+
+def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> Completion | None:
+    """The native reply as it should be returned, or None when the turn must be emulated."""
+    if not completion.choices:
+        return completion
+    if rescue_text:
+        rescued = rescue(turn, completion)
+        if rescued is not None:
+            return rescued
+    if turn.mode is Mode.OFF:
+        return completion
+    message = completion.message
+    verdict = native_verdict(turn, message)
+    if verdict.problems:
+        turn.warn("native reply rejected: " + "; ".join(verdict.problems))
+        return None
+    if turn.mode is Mode.FALLBACK and not message.tool_calls and turn.request.wants_tools:
+        return None
+    if len(verdict.calls) < len(message.tool_calls):
+        for warning in verdict.warnings:
+            turn.warn(warning)
+        kept = message.tool_calls[: len(verdict.calls)]
+        return _with_message(
+            completion, replace(message, tool_calls=kept), completion.finish_reason
+        )
+    return completion
+
+
+def _with_message(completion: Completion, message: Message, finish: str | None) -> Completion:
+    first = replace(completion.choices[0], message=message, finish_reason=finish)
+    return replace(completion, choices=(first, *completion.choices[1:]))

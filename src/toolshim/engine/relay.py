@@ -1,0 +1,209 @@
+"""Native streams: relayed as they come, with the same judgement as a non-streamed native reply.
+
+* :func:`relay` (``auto``/``off`` with tools): every upstream chunk is passed on with its own
+  fields (other choices, ``logprobs``, ``reasoning_content`` …); only the first choice's
+  ``content`` is run through the incremental parser, so that a call written as text (the
+  llama-server habit) comes out as a tool call — prose streams as it arrives, held back only
+  while it might be a call. Native tool-call deltas are held until the reply ends and then
+  judged like a non-streamed reply (:func:`~toolshim.engine.native.settle_native`): kept,
+  trimmed, or, outside ``off``, sent to emulation.
+* :func:`held` (``fallback``, and a ``tool_choice`` that demands a call): the whole native
+  reply is held, judged, and either relayed as it came, sent as the settled reply, or emulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from toolshim.dialects.extract import ReplyParser
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.emulate import check
+from toolshim.engine.native import settle_native
+from toolshim.engine.stream_parts import (
+    NeedsEmulation,
+    TextGate,
+    call_chunks,
+    open_stream,
+    raw_chunk,
+    texts,
+    usage_chunks,
+)
+from toolshim.engine.turn import RESCUED_WARNING, Turn
+from toolshim.errors import UpstreamError
+from toolshim.types import Completion, StreamChunk, ToolCallDelta
+from toolshim.wire.openai import chunk_from_dict, completion_from_dict
+
+__all__ = ["held", "relay"]
+
+Learn = Callable[[UpstreamError], bool]
+
+
+async def relay(
+    turn: Turn, body: dict[str, Any], *, rescue_text: bool = True, learn: Learn | None = None
+) -> AsyncIterator[StreamChunk]:
+    """Relay a native stream with tools (see the module docstring); ``rescue_text`` runs the
+    first choice's text through the parser."""
+    parser = ReplyParser(turn.request.function_tools)
+    gate = TextGate()
+    calls: list[ParsedCall] = []
+    native: list[dict[str, Any]] = []
+    finish: str | None = None
+    async for data in open_stream(turn, body, learn):
+        rest, content, deltas, choice_finish = _split_first_choice(data)
+        finish = choice_finish or finish
+        _count_usage(turn, data)
+        if rest is not None:
+            yield raw_chunk(rest)
+        if deltas and not native:
+            # The upstream calls natively after all: what the parser holds is prose.
+            pending = gate.flush(gate.tail + parser.pending)
+            if pending:
+                yield StreamChunk(content=pending)
+        native.extend(deltas)
+        if content:
+            if native or not rescue_text:
+                gate.emitted += content
+                yield StreamChunk(content=content)
+            else:
+                for text in texts(parser.feed(content), calls, gate):
+                    yield StreamChunk(content=text)
+    if native:
+        message_calls = _assemble(native)
+        completion = _completion(gate.emitted, message_calls, finish)
+        settled = settle_native(turn, completion, rescue_text=False)
+        if settled is None:
+            raise NeedsEmulation
+        for chunk in _calls_as_chunks(settled):
+            yield chunk
+        finish = settled.finish_reason or "tool_calls"
+    else:
+        for text in texts(parser.finish(), calls, gate):
+            yield StreamChunk(content=text)
+        verdict = check(turn, calls, finish, native=True)
+        if calls and verdict.ok:
+            turn.warn(RESCUED_WARNING)
+            for chunk in call_chunks(verdict.calls):
+                yield chunk
+            finish = "tool_calls"
+        elif gate.tail:
+            yield StreamChunk(content=gate.flush(gate.tail))
+    yield StreamChunk(finish_reason=finish or "stop")
+    async for chunk in usage_chunks(turn):
+        yield chunk
+
+
+async def held(
+    turn: Turn, body: dict[str, Any], *, rescue_text: bool, learn: Learn | None = None
+) -> AsyncIterator[StreamChunk]:
+    """Hold the whole native reply, judge it, then relay it, send it settled, or emulate."""
+    kept: list[dict[str, Any]] = []
+    async for data in open_stream(turn, body, learn):
+        _count_usage(turn, data)
+        kept.append(data)
+    completion = _reassemble(kept)
+    settled = settle_native(turn, completion, rescue_text=rescue_text)
+    if settled is None:
+        raise NeedsEmulation
+    if settled is completion:
+        for data in kept:
+            yield raw_chunk(data)
+        return
+    yield StreamChunk(role="assistant")
+    if settled.message.text and not settled.tool_calls:
+        yield StreamChunk(content=settled.message.text)
+    for chunk in _calls_as_chunks(settled):
+        yield chunk
+    yield StreamChunk(finish_reason=settled.finish_reason or "stop")
+    async for chunk in usage_chunks(turn):
+        yield chunk
+
+
+def _count_usage(turn: Turn, data: dict[str, Any]) -> None:
+    chunks = chunk_from_dict(data)
+    if chunks:
+        turn.add_usage(chunks[0].usage)
+
+
+def _split_first_choice(
+    data: dict[str, Any],
+) -> tuple[dict[str, Any] | None, str, list[dict[str, Any]], str | None]:
+    """Take the first choice's ``content``, ``tool_calls`` and ``finish_reason`` out of a chunk.
+
+    Returns what is left of the chunk (None when nothing is), the content, the tool-call
+    deltas and the finish reason. Everything else stays in the chunk as the upstream sent it.
+    """
+    choices = data.get("choices") or []
+    content, deltas, finish = "", [], None
+    new_choices = []
+    for choice in choices:
+        if not isinstance(choice, dict) or (choice.get("index") or 0) != 0:
+            new_choices.append(choice)
+            continue
+        delta = dict(choice.get("delta") or {})
+        text = delta.pop("content", None)
+        content = text if isinstance(text, str) else ""
+        deltas = list(delta.pop("tool_calls", None) or [])
+        finish = choice.get("finish_reason")
+        rest = {k: v for k, v in choice.items() if k not in ("delta", "finish_reason")}
+        if delta or rest.get("logprobs") is not None:
+            new_choices.append({**rest, "delta": delta, "finish_reason": None})
+    if not new_choices:  # (a usage chunk is sent once, at the end, by the engine)
+        return None, content, deltas, finish
+    return {**data, "choices": new_choices}, content, deltas, finish
+
+
+def _assemble(deltas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Native tool-call deltas put together into whole calls, in index order."""
+    calls: dict[int, dict[str, Any]] = {}
+    for position, delta in enumerate(deltas):
+        index = delta.get("index", position) if isinstance(delta, dict) else position
+        entry = calls.setdefault(int(index or 0), {"id": None, "name": "", "arguments": ""})
+        function = delta.get("function") or {}
+        entry["id"] = delta.get("id") or entry["id"]
+        entry["name"] += function.get("name") or ""
+        arguments = function.get("arguments")
+        if arguments is not None:
+            entry["arguments"] += arguments if isinstance(arguments, str) else str(arguments)
+    return [
+        {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["name"], "arguments": c["arguments"]},
+        }
+        for _, c in sorted(calls.items())
+    ]
+
+
+def _completion(text: str, calls: list[dict[str, Any]], finish: str | None) -> Completion:
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return completion_from_dict(
+        {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    )
+
+
+def _reassemble(kept: Sequence[dict[str, Any]]) -> Completion:
+    """Held native chunks put back together as one completion (the first choice)."""
+    text: list[str] = []
+    deltas: list[dict[str, Any]] = []
+    finish = None
+    for data in kept:
+        _, content, tool_deltas, choice_finish = _split_first_choice(data)
+        text.append(content)
+        deltas.extend(tool_deltas)
+        finish = choice_finish or finish
+    return _completion("".join(text), _assemble(deltas), finish)
+
+
+def _calls_as_chunks(completion: Completion) -> list[StreamChunk]:
+    """A settled reply's tool calls as deltas: id, type and name first, then the arguments."""
+    out = []
+    for i, call in enumerate(completion.tool_calls):
+        out.append(
+            StreamChunk(tool_calls=(ToolCallDelta(i, id=call.id, name=call.name, arguments=""),))
+        )
+        if call.arguments:
+            out.append(StreamChunk(tool_calls=(ToolCallDelta(i, arguments=call.arguments),)))
+    return out

@@ -1,0 +1,150 @@
+"""Pieces every stream of the engine uses: opening an upstream stream, gating text, call deltas."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from toolshim.dialects.extract import Segment
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.turn import Turn, emulated_id
+from toolshim.errors import UpstreamError
+from toolshim.types import StreamChunk, ToolCallDelta
+from toolshim.wire.openai import chunk_from_dict
+
+__all__ = [
+    "ARGUMENT_FRAGMENT",
+    "NeedsEmulation",
+    "Rejected",
+    "TextGate",
+    "call_chunks",
+    "first_choice",
+    "open_stream",
+    "raw_chunk",
+    "texts",
+    "usage_chunks",
+]
+
+ARGUMENT_FRAGMENT = 48
+"""Characters of arguments per streamed fragment."""
+
+
+class Rejected(Exception):
+    """The upstream rejected ``tools`` before streaming anything (the fact was learned)."""
+
+
+class NeedsEmulation(Exception):
+    """A native reply could not be used as it was; the turn goes on emulated."""
+
+
+async def open_stream(
+    turn: Turn,
+    body: dict[str, Any],
+    learn: Callable[[UpstreamError], bool] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Upstream chunks; a tools rejection before the first chunk becomes :class:`Rejected`."""
+    stream = turn.open_stream({**body, "stream": True})
+    first = True
+    try:
+        async for data in stream:
+            first = False
+            yield data
+    except UpstreamError as exc:
+        if first and learn is not None and learn(exc):
+            raise Rejected from exc
+        raise
+
+
+async def first_choice(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+    """The first choice's chunks of an upstream stream, with usage counted."""
+    async for data in open_stream(turn, body):
+        for chunk in chunk_from_dict(data):
+            if chunk.choice_index == 0:
+                turn.add_usage(chunk.usage)
+                yield chunk
+
+
+def raw_chunk(data: dict[str, Any]) -> StreamChunk:
+    """An upstream chunk passed on as it came (``raw``), its first choice also read."""
+    return chunk_from_dict(data)[0]
+
+
+def include_usage(turn: Turn) -> bool:
+    options = turn.request.params.get("stream_options")
+    return isinstance(options, dict) and bool(options.get("include_usage"))
+
+
+async def usage_chunks(turn: Turn) -> AsyncIterator[StreamChunk]:
+    """The usage chunk, when the caller asked for one (``stream_options.include_usage``)."""
+    if include_usage(turn) and turn.usage is not None:
+        yield StreamChunk(usage=turn.usage)
+
+
+class TextGate:
+    """Streams prose, but holds whitespace-only text and everything after the first call;
+    with ``hold`` it streams no text at all (the caller decides at the end)."""
+
+    def __init__(self, *, hold: bool = False) -> None:
+        self.pending = ""
+        self.emitted = ""
+        self.after_call = ""
+        """Prose that came after the first call."""
+        self.tail = ""
+        """Everything from the first call on, as written (calls included)."""
+        self.held = ""
+        """Prose held back because of ``hold``."""
+        self.hold = hold
+
+    def text(self, text: str, *, call_seen: bool) -> str:
+        if call_seen:
+            self.after_call += self.pending + text
+            self.pending = ""
+            return ""
+        if self.hold:
+            self.held += text
+            return ""
+        self.pending += text
+        if not self.pending.strip():
+            return ""
+        out, self.pending = self.pending, ""
+        if not self.emitted:
+            out = out.lstrip()
+        self.emitted += out
+        return out
+
+    def flush(self, text: str) -> str:
+        out = (self.pending + text).strip() if not self.emitted else self.pending + text
+        self.pending = ""
+        self.emitted += out
+        return out
+
+
+def texts(segments: Sequence[Segment], calls: list[ParsedCall], gate: TextGate) -> list[str]:
+    """Feed parsed segments through the gate; collect calls; return the text to send now."""
+    out = []
+    for seg in segments:
+        if seg.kind == "calls" or calls:
+            gate.tail += seg.text
+        if seg.kind == "calls":
+            calls.extend(seg.calls)
+        elif seg.kind == "text":
+            text = gate.text(seg.text, call_seen=bool(calls))
+            if text:
+                out.append(text)
+    return out
+
+
+def call_chunks(calls: Sequence[ParsedCall]) -> list[StreamChunk]:
+    """Tool-call deltas: id, type and name first, then the arguments in fragments."""
+    out = []
+    for i, call in enumerate(calls):
+        out.append(
+            StreamChunk(
+                tool_calls=(ToolCallDelta(i, id=emulated_id(i), name=call.name, arguments=""),)
+            )
+        )
+        arguments = call.arguments_json
+        for start in range(0, len(arguments), ARGUMENT_FRAGMENT):
+            piece = arguments[start : start + ARGUMENT_FRAGMENT]
+            out.append(StreamChunk(tool_calls=(ToolCallDelta(i, arguments=piece),)))
+    return out

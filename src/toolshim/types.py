@@ -181,10 +181,19 @@ class ChatRequest:
     parallel_tool_calls: bool | None = None
     stream: bool = False
     params: Mapping[str, Any] = EMPTY
+    legacy_functions: bool = False
+    """The caller used the legacy ``functions``/``function_call`` fields (upgraded to tools);
+    answers go back in that shape."""
 
     @property
     def choice(self) -> ToolChoice:
         return self.tool_choice or ToolChoice.AUTO
+
+    @property
+    def allows_parallel(self) -> bool:
+        """Several calls may be returned: not with ``parallel_tool_calls: false``, nor for a
+        legacy ``functions`` request (its ``function_call`` answer holds one)."""
+        return self.parallel_tool_calls is not False and not self.legacy_functions
 
     @property
     def function_tools(self) -> tuple[ToolSpec, ...]:
@@ -261,6 +270,8 @@ class Completion:
     usage: Usage | None = None
     extra: Mapping[str, Any] = EMPTY
     meta: Metadata | None = None
+    legacy: bool = False
+    """Written in the legacy ``function_call`` shape (one call) by ``to_openai``."""
 
     @property
     def message(self) -> Message:
@@ -307,3 +318,5 @@ class StreamChunk:
     meta: Metadata | None = None
     raw: Mapping[str, Any] | None = None
     choice_index: int = 0
+    legacy: bool = False
+    """Written in the legacy ``delta.function_call`` shape (first call only)."""

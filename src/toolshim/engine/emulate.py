@@ -80,7 +80,7 @@ def check(
         calls,
         request.function_tools,
         request.choice,
-        parallel=request.parallel_tool_calls is not False,
+        parallel=request.allows_parallel,
         max_calls=None if native else turn.dialect.max_calls,
         truncated=finish == "length",
     )

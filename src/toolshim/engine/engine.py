@@ -37,6 +37,7 @@ from toolshim.errors import ConfigError, UpstreamError
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
+from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import parse_request, request_to_body
 
 __all__ = ["Engine"]
@@ -122,7 +123,12 @@ class Engine:
         """Serve one request; the completion carries the ``toolshim`` metadata in ``meta``."""
         turn = self.turn(request, headers=headers, **overrides)
         completion = await self._serve(turn)
-        return replace(completion, usage=turn.usage or completion.usage, meta=turn.meta())
+        legacy = turn.request.legacy_functions
+        if legacy and len(completion.tool_calls) > 1:
+            turn.warn(dropped_calls_warning(len(completion.tool_calls)))
+        return replace(
+            completion, usage=turn.usage or completion.usage, meta=turn.meta(), legacy=legacy
+        )
 
     async def astream(
         self,
@@ -209,7 +215,7 @@ class Engine:
         if constrain:
             probe = PromptOptions(
                 chat.choice,
-                parallel=chat.parallel_tool_calls is not False,
+                parallel=chat.allows_parallel,
                 decision=options.strategy is Strategy.DECISION,
                 constrained=True,
             )

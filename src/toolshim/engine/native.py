@@ -50,7 +50,7 @@ def native_verdict(turn: Turn, message: Message) -> Verdict:
         native_calls(message),
         request.function_tools,
         request.choice,
-        parallel=request.parallel_tool_calls is not False,
+        parallel=request.allows_parallel,
     )
 
 

@@ -42,6 +42,7 @@ from toolshim.engine.stream_parts import (
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
 from toolshim.types import Message, Mode, StreamChunk
+from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import request_to_body
 
 if TYPE_CHECKING:
@@ -53,9 +54,27 @@ STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 
 
 async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The chunks of one streamed turn: one role chunk first, the metadata on the last."""
-    async for chunk in _with_meta(turn, _one_role(_route(engine, turn))):
+    """The chunks of one streamed turn: one role chunk first, the metadata on the last (and,
+    for a legacy ``functions`` request, each chunk marked to be written in that shape)."""
+    legacy = turn.request.legacy_functions
+    chunks = _one_role(_route(engine, turn))
+    if legacy:
+        chunks = _count_legacy_calls(turn, chunks)
+    async for chunk in _with_meta(turn, chunks):
+        yield replace(chunk, legacy=True) if legacy else chunk
+
+
+async def _count_legacy_calls(
+    turn: Turn, chunks: AsyncIterator[StreamChunk]
+) -> AsyncIterator[StreamChunk]:
+    """Warn when a reply has more calls than the one-call legacy answer holds."""
+    indices: set[int] = set()
+    async for chunk in chunks:
+        if chunk.choice_index == 0:
+            indices.update(d.index for d in chunk.tool_calls)
         yield chunk
+    if len(indices) > 1:
+        turn.warn(dropped_calls_warning(len(indices)))
 
 
 async def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:

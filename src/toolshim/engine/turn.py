@@ -51,7 +51,7 @@ class Turn:
     def prompt_options(self) -> PromptOptions:
         return PromptOptions(
             self.request.choice,
-            parallel=self.request.parallel_tool_calls is not False,
+            parallel=self.request.allows_parallel,
             decision=self.strategy is Strategy.DECISION,
             constrained=self.constrained,
             results=any(m.role in ("tool", "function") for m in self.request.messages),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolshim.errors import InvalidRequestError
 from toolshim.types import ChatRequest, ToolChoice, ToolSpec
+from toolshim.wire.legacy import has_legacy_fields, upgrade_request
 from toolshim.wire.messages import message_from_dict, message_to_dict
 
 __all__ = ["parse_request", "request_to_body"]
@@ -76,6 +77,8 @@ class _WireRequest(_Lenient):
 def parse_request(data: Any) -> ChatRequest:
     """Validate an OpenAI chat-completions request (a dict) into a :class:`ChatRequest`.
 
+    The legacy ``functions``/``function_call`` fields (and legacy history messages) are
+    upgraded to the tools shape first; ``legacy_functions`` then asks for legacy answers.
     Raises :class:`InvalidRequestError` with ``param`` naming the first offending field.
     """
     if isinstance(data, ChatRequest):
@@ -84,6 +87,9 @@ def parse_request(data: Any) -> ChatRequest:
         raise InvalidRequestError(
             f"the request body must be a JSON object, not {type(data).__name__}"
         )
+    legacy = data.get("functions") is not None
+    if has_legacy_fields(data):
+        data = upgrade_request(data)
     if _plainly_valid(data):
         model, choice_raw = data.get("model") or "", data.get("tool_choice")
         parallel, stream = data.get("parallel_tool_calls"), bool(data.get("stream"))
@@ -126,6 +132,7 @@ def parse_request(data: Any) -> ChatRequest:
         parallel_tool_calls=parallel,
         stream=stream,
         params=params,
+        legacy_functions=legacy,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from toolshim.errors import UpstreamProtocolError
 from toolshim.types import EMPTY, Choice, Completion, StreamChunk, ToolCallDelta, Usage
+from toolshim.wire.legacy import downgrade_chunk, downgrade_completion
 from toolshim.wire.messages import message_from_dict, message_to_dict
 
 __all__ = [
@@ -86,6 +87,7 @@ def completion_from_dict(data: Any) -> Completion:
 
 
 def completion_to_dict(completion: Completion) -> dict[str, Any]:
+    """Write a completion as a ``chat.completion`` (``legacy``: in the function_call shape)."""
     out: dict[str, Any] = {
         "id": completion.id,
         "object": "chat.completion",
@@ -106,7 +108,7 @@ def completion_to_dict(completion: Completion) -> dict[str, Any]:
     out.update(completion.extra)
     if completion.meta is not None:
         out["toolshim"] = completion.meta.to_dict()
-    return out
+    return downgrade_completion(out) if completion.legacy else out
 
 
 def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
@@ -150,12 +152,13 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
 
 
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:
-    """Write a StreamChunk as a ``chat.completion.chunk`` (a raw native chunk is kept as sent)."""
+    """Write a StreamChunk as a ``chat.completion.chunk`` (a raw native chunk is kept as sent;
+    ``legacy`` chunks in the ``function_call`` shape)."""
     if chunk.raw is not None:
         raw = dict(chunk.raw)
         if chunk.meta is not None:
             raw["toolshim"] = chunk.meta.to_dict()
-        return raw
+        return downgrade_chunk(raw) if chunk.legacy else raw
     delta: dict[str, Any] = {}
     if chunk.role is not None:
         delta["role"] = chunk.role
@@ -189,4 +192,4 @@ def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> d
         out["usage"] = usage_to_dict(chunk.usage)
     if chunk.meta is not None:
         out["toolshim"] = chunk.meta.to_dict()
-    return out
+    return downgrade_chunk(out) if chunk.legacy else out

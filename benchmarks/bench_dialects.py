@@ -4,7 +4,7 @@ Run it from the repository root:
 
     python benchmarks/bench_dialects.py [--rounds N]
 
-It prints three tables, all measured in the same run:
+It prints four tables, all measured in the same run:
 
 1. the share of the real-output corpus (``tests/fixtures/corpus``) that each dialect's parser
    reads as intended (the calls the fixture names, or a plain answer), next to the baseline of
@@ -12,7 +12,14 @@ It prints three tables, all measured in the same run:
 2. parse throughput per dialect, whole replies and streamed in 8-character deltas, in replies/s
    and MB/s of model text;
 3. the prompt size of rendering 1, 10 and 50 tools, in characters and in tiktoken
-   ``o200k_base`` tokens, next to the same tools as native OpenAI JSON (``tools=[...]``).
+   ``o200k_base`` tokens, next to the same tools as native OpenAI JSON (``tools=[...]``);
+4. pathological replies: the time to parse, whole and streamed in 8-character deltas, replies
+   of 4, 16 and 64 KB that a small model produces when it loops until ``max_tokens`` (a call
+   list that is never closed, ever deeper nesting, a tag repeated). Parsing runs on the
+   proxy's event loop, so these times are how long every other client waits. A size is
+   skipped when the one before it took so long that the next (four times larger, at worst
+   sixteen times slower) would exceed ``--max-seconds``. ``--pathological`` prints only this
+   table.
 
 Tokens without the internet
 ---------------------------
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -224,13 +232,90 @@ def native_json(tools: Sequence[ToolSpec]) -> str:
     return json.dumps([t.to_openai() for t in tools], ensure_ascii=False)
 
 
+# -- pathological replies ----------------------------------------------------------------------
+
+PATHOLOGICAL: dict[str, tuple[str, str]] = {
+    "pythonic list never closed": ('[get_weather(city="Paris"), ', "pythonic"),
+    "json call list never closed": (
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, ',
+        "json",
+    ),
+    "json objects never closed": (
+        '{"name": "get_weather", "arguments": {"city": "Paris", ',
+        "json",
+    ),
+    "'{tool ' repeated": ("{tool ", "json"),
+    "ever deeper arguments": ('{"city": {"name": ', "json"),
+    "apostrophes in braces": ("{'name': it's ", "json"),
+    "'<tool_call>' repeated": ("<tool_call>", "hermes"),
+    "'get_weather(' lines": ("get_weather(\n", "json"),
+    "answer string never closed": ('{"answer": "' + "Paris is sunny. " * 4096, "json"),
+}
+PATHOLOGICAL_SIZES = (4_000, 16_000, 64_000)
+PATHOLOGICAL_TOOLS = [
+    ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
+]
+
+
+def loop_reply(unit: str, size: int) -> str:
+    """``unit`` repeated up to ``size`` characters: a model looping until ``max_tokens``."""
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def parse_seconds(dialect: Dialect, text: str, piece: int) -> float:
+    start = time.perf_counter()
+    if piece <= 0:
+        dialect.parse(text, PATHOLOGICAL_TOOLS)
+    else:
+        parser = dialect.parser(PATHOLOGICAL_TOOLS)
+        for i in range(0, len(text), piece):
+            parser.feed(text[i : i + piece])
+        parser.finish()
+    return time.perf_counter() - start
+
+
+def pathological(max_seconds: float) -> None:
+    sizes = "".join(f" {f'{n // 1000} KB':>9}" for n in PATHOLOGICAL_SIZES)
+    print(f"{'pathological reply (seconds)':<30} {'dialect':<9} {'parse':<7}{sizes}")
+    for label, (unit, name) in PATHOLOGICAL.items():
+        dialect = get_dialect(name)
+        for piece, how in ((0, "whole"), (8, "stream")):
+            cells = []
+            previous = 0.0
+            for size in PATHOLOGICAL_SIZES:
+                if previous * 16 > max_seconds:
+                    cells.append(f" {'skipped':>9}")
+                    continue
+                try:
+                    previous = parse_seconds(dialect, loop_reply(unit, size), piece)
+                except Exception as exc:  # a parser bug is a figure of this table too
+                    cells.append(f" {type(exc).__name__[:9]:>9}")
+                    previous = math.inf
+                    continue
+                cells.append(f" {previous:>9.3f}")
+            print(f"{label:<30} {name:<9} {how:<7}{''.join(cells)}", flush=True)
+    print()
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200, help="corpus passes per timing (200)")
+    parser.add_argument(
+        "--pathological", action="store_true", help="print only the pathological-replies table"
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=60.0,
+        help="skip a pathological size that could take longer than this (60)",
+    )
     args = parser.parse_args(argv)
+    if args.pathological:
+        pathological(args.max_seconds)
+        return 0
     corpus = load_corpus()
     dialects = available_dialects()
     size = sum(len(f["output"].encode()) for f in corpus)
@@ -271,6 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             tokens = f"{count_tokens(text)}" if count_tokens else "-"
             cells.append(f" {f'{len(text)} / {tokens}':>18}")
         print(f"{label:<30}{''.join(cells)}")
+    print()
+    pathological(args.max_seconds)
     return 0
 
 

@@ -101,7 +101,10 @@ def test_hermes_follows_the_qwen_template() -> None:
         },
     }
     dialect = HermesDialect()
-    assert dialect.render_result("run_code", "c1", "42") == "<tool_response>\n42\n</tool_response>"
+    assert (
+        dialect.render_result("run_code", "c1", "42")
+        == "<tool_response>\nrun_code (call id c1):\n42\n</tool_response>"
+    )
     rendered = dialect.render_calls([ToolCall.from_arguments("c1", "run_code", {"code": "1"})])
     assert rendered == '<tool_call>\n{"name": "run_code", "arguments": {"code": "1"}}\n</tool_call>'
 
@@ -116,7 +119,10 @@ def test_windlass_describes_tools_the_windlass_way() -> None:
         in text
     )
     assert '  - unit (Literal["celsius", "fahrenheit"]) (optional)' in text
-    assert WindlassDialect().render_result("run_code", "c1", "hi") == "Tool Result (run_code):\nhi"
+    assert (
+        WindlassDialect().render_result("run_code", "c1", "hi")
+        == "Tool Result (run_code, call id c1):\nhi"
+    )
 
 
 def test_compact_is_flat_single_and_shows_examples() -> None:
@@ -247,3 +253,32 @@ async def test_history_round_trips_through_the_engine(dialect: str) -> None:
     parsed = d.parse(assistant["content"], TOOLS)
     assert [(c.name, c.arguments) for c in parsed.calls] == [("get_weather", {"city": "Oslo"})]
     assert d.render_result("get_weather", "call_1", "3 degrees") in sent[-1]["content"]
+
+
+@pytest.mark.parametrize("dialect", available_dialects())
+async def test_parallel_results_carry_their_tool_name_and_call_id(dialect: str) -> None:
+    upstream = FakeUpstream(["Sunny, and it is 14:05."])
+    engine = Engine(upstream, mode="force", dialect=dialect, registry=":memory:")
+    request = _request()
+    calls = [("c1", "get_weather", '{"city": "Paris"}'), ("c2", "run_code", '{"code": "now()"}')]
+    request["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                for i, n, a in calls
+            ],
+        },
+        # Answered in the other order: only the name and id tell which result is which.
+        {"role": "tool", "tool_call_id": "c2", "content": "14:05"},
+        {"role": "tool", "tool_call_id": "c1", "content": "18 degrees"},
+    ]
+    await engine.acomplete(request)
+    sent = upstream.history[0]["messages"][-1]["content"]
+    d = get_dialect(dialect)
+    time = d.render_result("run_code", "c2", "14:05")
+    weather = d.render_result("get_weather", "c1", "18 degrees")
+    assert sent.index(time) < sent.index(weather)
+    assert "run_code" in time and "c2" in time
+    assert "get_weather" in weather and "c1" in weather

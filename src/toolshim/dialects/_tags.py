@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from toolshim.dialects._scan import decode_value
+from toolshim.dialects._scan import MAX_DEPTH, OPEN, TOO_DEEP, RepairBudget, decode_value
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
@@ -96,11 +96,13 @@ TAG_PREFIXES = (
 )
 """Every tag the parser reacts to (a buffer ending in a prefix of one must wait)."""
 
-_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>", re.IGNORECASE)
+# Names are bounded: an unbounded ``[^>\s]+`` runs to the end of ``<function=<function=…``
+# from every tag, which is quadratic.
+_FUNCTION_TAG = re.compile(r"<function=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _FUNCTION_NAME_TAG = re.compile(r"<function>\s*([^<>\s]{1,128})\s*</function>", re.IGNORECASE)
 _FUNCTION_CLOSE = re.compile(r"</function>", re.IGNORECASE)
 _TOOL_CALL_END = re.compile(r"<tool_call>|</tool_call>", re.IGNORECASE)
-_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>", re.IGNORECASE)
+_PARAMETER = re.compile(r"<parameter=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _PARAMETER_END = re.compile(r"</parameter>|<parameter=", re.IGNORECASE)
 _MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(\[ARGS\])?\s*")
 _HARMONY_HEADER = re.compile(
@@ -116,12 +118,17 @@ class Host(Protocol):
     """What a reader needs from the parser."""
 
     index: ToolIndex
+    budget: RepairBudget
 
     @property
     def buf(self) -> str: ...
 
     def close_of(self, start: int) -> int:
-        """End of the bracket opened at ``start`` (-1 while it is open); resumable."""
+        """End of the bracket opened at ``start`` (OPEN while it is open, TOO_DEEP when it
+        nests too deeply to be a call); resumable."""
+
+    def decode(self, start: int, end: int) -> tuple[object, bool] | None:
+        """``decode_value(buf[start:end])``, completing a bracket that is still open."""
 
     def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
         """``pattern.search(buf, begin)``, resuming an earlier failed search for ``key``."""
@@ -146,7 +153,7 @@ def read_tool_call(host: Host, t: int, final: bool) -> Resolution:
         return NEED
     if j < len(buf) and buf[j] in "{[":
         close = host.close_of(j)
-        if close < 0 and not final:
+        if close == OPEN and not final:
             return NEED
         if close >= 0:
             k = close
@@ -199,9 +206,9 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
     raw = buf[t:end]
     name = host.index.canonical(m.group(1))
     if _PARAMETER.search(body):
-        call = ParsedCall(name, parameters(body, name, host.index), raw)
+        call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     else:
-        call = _json_arguments_call(name, body, raw)
+        call = _json_arguments_call(name, _decode_body(body, host.budget), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -221,12 +228,13 @@ def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
     name = host.index.canonical(m.group(1))
     if j < len(buf) and buf[j] == "{":
         close = host.close_of(j)
-        if close < 0:
-            if not final:
-                return NEED
-            close = len(buf)
+        if close == OPEN and not final:
+            return NEED
+        if close == TOO_DEEP:
+            return _too_deep(name, buf[t : m.end()]), m.end()
+        close = len(buf) if close == OPEN else close
         raw = buf[t:close]
-        call = _json_arguments_call(name, buf[j:close], raw)
+        call = _json_arguments_call(name, host.decode(j, close), raw)
         return calls_segment(raw, Interpretation((call,))), close
     raw = buf[t : m.end()]
     return calls_segment(raw, Interpretation((ParsedCall(name, {}, raw),))), m.end()
@@ -237,25 +245,26 @@ def read_mistral(host: Host, start: int, final: bool) -> Resolution:
     buf = host.buf
     m = _MISTRAL_HEAD.match(buf, start)
     if m and m.end() < len(buf) and buf[m.end()] == "{":
+        name = host.index.canonical(m.group(1))
         end = host.close_of(m.end())
-        if end < 0 and not final:
+        if end == OPEN and not final:
             return NEED
-        end = len(buf) if end < 0 else end
-        decoded = decode_value(buf[m.end() : end])
+        if end == TOO_DEEP:
+            return _too_deep(name, buf[start - len("[TOOL_CALLS]") : m.end()]), m.end()
+        end = len(buf) if end == OPEN else end
+        decoded = host.decode(m.end(), end)
         args = decoded[0] if decoded is not None else None
         problem = None if isinstance(args, Mapping) else "the arguments are not a JSON object"
         raw = buf[start - len("[TOOL_CALLS]") : end]
-        call = ParsedCall(host.index.canonical(m.group(1)), args, raw, problem)
+        call = ParsedCall(name, args, raw, problem)
         return calls_segment(raw, Interpretation((call,))), end
-    if not final and _could_be_mistral(buf[start:]):
+    if not final and _MISTRAL_PARTIAL.fullmatch(buf, start) is not None:
         return NEED
     return Segment("marker", "[TOOL_CALLS]"), start
 
 
-def _could_be_mistral(rest: str) -> bool:
-    return not rest.strip() or bool(
-        re.fullmatch(r"\s*[A-Za-z_][\w.\-]*\s*(\[A?R?G?S?\]?)?\s*", rest)
-    )
+_MISTRAL_PARTIAL = re.compile(r"\s*(?:[A-Za-z_][\w.\-]*\s*(\[A?R?G?S?\]?)?\s*)?")
+"""What may still become ``name[ARGS]{`` after ``[TOOL_CALLS]``."""
 
 
 def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> Resolution:
@@ -270,17 +279,18 @@ def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> R
             return NEED
         return None, name_end
     close = host.close_of(j)
-    if close < 0:
-        if not final:
-            return NEED
-        close = len(buf)
+    if close == OPEN and not final:
+        return NEED
+    if close == TOO_DEEP:
+        return _too_deep(host.index.canonical(name), buf[t:j]), j
+    close = len(buf) if close == OPEN else close
     end = close
     for token in ("<|call|>", "<|end|>"):
         if buf.startswith(token, close):
             end = close + len(token)
             break
     raw = buf[t:end]
-    call = _json_arguments_call(host.index.canonical(name), buf[j:close], raw)
+    call = _json_arguments_call(host.index.canonical(name), host.decode(j, close), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -307,9 +317,11 @@ def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
         call = ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
     elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
         name, _, args = rest.strip().partition("\n")
-        call = _json_arguments_call(host.index.canonical(name.strip()), _unfence(args), raw)
+        decoded = _decode_body(_unfence(args), host.budget)
+        call = _json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
     else:  # V3.1: NAME<sep>{…}
-        call = _json_arguments_call(host.index.canonical(head.strip()), rest, raw)
+        decoded = _decode_body(rest, host.budget)
+        call = _json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -318,16 +330,28 @@ def _unfence(text: str) -> str:
     return m.group(1) if m else text
 
 
-def _json_arguments_call(name: str, body: str, raw: str) -> ParsedCall:
-    if not body.strip():
-        return ParsedCall(name, {}, raw)
-    decoded = decode_value(body)
+_EMPTY: tuple[object, bool] = ({}, False)
+
+
+def _decode_body(body: str, budget: RepairBudget) -> tuple[object, bool] | None:
+    """A tag body's arguments (nothing at all is no arguments)."""
+    return decode_value(body, budget=budget) if body.strip() else _EMPTY
+
+
+def _json_arguments_call(name: str, decoded: tuple[object, bool] | None, raw: str) -> ParsedCall:
     if decoded is None or not isinstance(decoded[0], Mapping):
         return ParsedCall(name, None, raw, "the arguments are not a JSON object")
     return ParsedCall(name, dict(decoded[0]), raw, None, decoded[1])
 
 
-def parameters(body: str, name: str, index: ToolIndex) -> dict[str, Any]:
+def _too_deep(name: str, raw: str) -> Segment:
+    problem = f"the arguments nest more than {MAX_DEPTH} levels deep"
+    return calls_segment(raw, Interpretation((ParsedCall(name, None, raw, problem),)))
+
+
+def parameters(
+    body: str, name: str, index: ToolIndex, budget: RepairBudget | None = None
+) -> dict[str, Any]:
     """``<parameter=k>v</parameter>`` children, each value read according to the tool's schema."""
     out: dict[str, Any] = {}
     pos = 0
@@ -338,7 +362,7 @@ def parameters(body: str, name: str, index: ToolIndex) -> dict[str, Any]:
         end = _PARAMETER_END.search(body, m.end())
         value = body[m.end() : end.start() if end else len(body)]
         key = m.group(1).strip("\"'")
-        out[key] = parameter_value(value, index.parameter_type(name, key))
+        out[key] = parameter_value(value, index.parameter_type(name, key), budget)
         pos = (
             end.end()
             if end and end.group().lower() == "</parameter>"
@@ -346,7 +370,7 @@ def parameters(body: str, name: str, index: ToolIndex) -> dict[str, Any]:
         )
 
 
-def parameter_value(text: str, kind: str | None) -> Any:
+def parameter_value(text: str, kind: str | None, budget: RepairBudget | None = None) -> Any:
     """A ``<parameter>`` value: a string stays text; other types are decoded leniently."""
     if kind == "string":
         if text.startswith("\n"):
@@ -355,7 +379,7 @@ def parameter_value(text: str, kind: str | None) -> Any:
     stripped = text.strip()
     if kind is None and stripped[:1] not in '{["0123456789-tfnTFN':
         return stripped
-    decoded = decode_value(stripped)
+    decoded = decode_value(stripped, budget=budget)
     if decoded is None or (kind is None and decoded[1]):
         return stripped
     value = decoded[0]

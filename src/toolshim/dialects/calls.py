@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolshim.dialects._scan import MAX_DEPTH
 from toolshim.types import ToolSpec
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "ParsedCall",
     "ToolIndex",
     "fold_name",
+    "json_problem",
     "strip_prefix",
 ]
 
@@ -25,7 +28,13 @@ NAME_PREFIXES = ("functions.", "function.", "tools.", "tool.", "default_api.", "
 
 @dataclass(frozen=True, slots=True)
 class ParsedCall:
-    """A call found in a reply. ``problem`` says what is wrong with it, for the re-ask."""
+    """A call found in a reply. ``problem`` says what is wrong with it, for the re-ask.
+
+    Arguments that are not JSON values (Python's ``...``, bytes, complex numbers, sets, NaN,
+    infinities, nesting deeper than MAX_DEPTH) are a problem of the call, named by
+    :func:`json_problem`, whoever builds it: a call without a problem always has JSON
+    arguments.
+    """
 
     name: str
     arguments: Any
@@ -33,9 +42,25 @@ class ParsedCall:
     problem: str | None = None
     repaired: bool = False
 
+    def __post_init__(self) -> None:
+        if self.problem is None:
+            problem = json_problem(self.arguments)
+            if problem is not None:
+                object.__setattr__(self, "problem", problem)
+
     @property
     def arguments_json(self) -> str:
-        return json.dumps(self.arguments if self.arguments is not None else {}, ensure_ascii=False)
+        """The arguments as strict JSON text (``{}`` for none).
+
+        Raises ValueError when the call has a :attr:`problem` because its arguments are not
+        JSON values; a call without a problem always serialises.
+        """
+        value = self.arguments if self.arguments is not None else {}
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            why = self.problem or str(exc)
+            raise ValueError(f"the arguments of {self.name!r} are not JSON values: {why}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +128,56 @@ class ToolIndex:
         if kind is None and isinstance(spec.get("enum"), list) and spec["enum"]:
             return "string" if all(isinstance(v, str) for v in spec["enum"]) else None
         return kind if isinstance(kind, str) else None
+
+
+def json_problem(arguments: Any) -> str | None:
+    """Why ``arguments`` is not made of JSON values, naming where; None when it is.
+
+    JSON values are None, booleans, integers, finite floats, strings, lists and dicts with
+    string keys, nested at most MAX_DEPTH levels. Checked without recursion.
+    """
+    todo: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    while todo:
+        value, path, depth = todo.pop()
+        if value is None or isinstance(value, (bool, int, str)):
+            continue
+        where = f"the argument {path}" if path else "the arguments"
+        if isinstance(value, float):
+            if math.isfinite(value):
+                continue
+            return f"{where} is {_NON_FINITE[str(value)]}, {_NOT_JSON}"
+        if not isinstance(value, (dict, list, tuple)):
+            return f"{where} is {_describe(value)}, {_NOT_JSON}"
+        if depth >= MAX_DEPTH:
+            return f"{where} nests lists and objects more than {MAX_DEPTH} levels deep"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    verb = "has" if path else "have"
+                    return f"{where} {verb} the key {key!r}, which is not a string"
+                todo.append((item, f"{path}[{key!r}]" if path else repr(key), depth + 1))
+        else:
+            todo.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+    return None
+
+
+_NOT_JSON = "which is not a JSON value (use a string, number, true, false, null, list or object)"
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _describe(value: Any) -> str:
+    if value is Ellipsis:
+        return "... (Python's Ellipsis)"
+    if isinstance(value, (set, frozenset)):
+        return "a set"
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    if isinstance(value, (bytes, bytearray)):
+        return f"the bytes {shown}"
+    if isinstance(value, complex):
+        return f"the complex number {shown}"
+    return f"a Python {type(value).__name__} ({shown})"
 
 
 def strip_prefix(name: str) -> str:

@@ -27,15 +27,23 @@ back only text that might still become a call, and :meth:`ReplyParser.finish` re
 rest. Whole-text parsing is ``feed(text) + finish()``; every decision depends only on text
 already received, so streamed and whole parses agree at every chunk split (property tests
 check it). Scans resume where they stopped, so feeding many small chunks costs linear time.
+
+The cost of a reply is linear in its length whatever it holds: one bracket scan serves every
+bracket nested in it, brackets nested more than 64 levels deep are data, and json-repair only
+sees short candidates, within a budget per reply (see :mod:`._scan`). A small model that loops
+until ``max_tokens`` on ``[get_weather(city="Paris"), `` is parsed as fast as prose.
+
+A reply that opens with ``{"answer": "`` (the text branch of the constrained json dialect)
+streams the decoded string as it arrives (:mod:`._answer`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
-from toolshim.dialects._scan import BracketScan, decode_value
+from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
+from toolshim.dialects._scan import OPEN, TOO_DEEP, BracketIndex, RepairBudget, decode_value
 from toolshim.dialects._tags import (
     DEEPSEEK_OPEN,
     MARKERS,
@@ -51,6 +59,7 @@ from toolshim.dialects._tags import (
     read_mistral,
     read_tool_call,
 )
+from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.interpret import interpret_python, interpret_value
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
@@ -60,21 +69,8 @@ __all__ = ["ParsedCall", "ParsedReply", "ReplyParser", "Segment", "parse_reply"]
 
 # Fence languages whose body may be a call; any other fence is code in an answer.
 _CALL_LANGS = frozenset(
-    {
-        "",
-        "json",
-        "json5",
-        "jsonc",
-        "tool_call",
-        "tool_calls",
-        "tool_code",
-        "function_call",
-        "python",
-        "py",
-        "xml",
-        "javascript",
-        "js",
-    }
+    {"", "json", "json5", "jsonc", "tool_call", "tool_calls", "tool_code", "function_call"}
+    | {"python", "py", "xml", "javascript", "js"}
 )
 _PYTHON_LANGS = frozenset({"tool_code", "python", "py"})
 _RAW_BLOCKS = {"<think>": "</think>", "<thinking>": "</thinking>"}
@@ -83,18 +79,13 @@ _TRIGGER = re.compile(r"[{\[<`]")
 _FENCE_HEAD = re.compile(r"```([\w+\-.]*)[ \t]*\n?")
 _FENCE_CLOSE = re.compile(r"```")
 _PY_LIST = re.compile(r"\[\s*[\w\-][\w.\-]*\s*\(")
-_ANSWER_KEY = re.compile(r'\{\s*"answer"\s*:', re.IGNORECASE)
-
-
-def _is_answer(value: object) -> bool:
-    """``{"answer": "<text>"}`` and nothing else."""
-    return (
-        isinstance(value, dict) and list(value) == ["answer"] and isinstance(value["answer"], str)
-    )
-
-
+_LEADING_SPACE = re.compile(r"\s*")
 _MAYBE_CALL = re.compile(r"name|tool|function|calls|[<(`]", re.IGNORECASE)
-_MARKER_RE = re.compile("|".join(re.escape(m) for m in MARKERS), re.IGNORECASE)
+_LINE_LEAD = re.compile(
+    r"(?:[^\S\n]|" + "|".join(re.escape(m) for m in MARKERS) + ")*", re.IGNORECASE
+)
+"""What may precede a bare call on its line: spaces and marker tokens."""
+_AFTER_BARE_CALL = re.compile(r"[^\S\n]*;?[^\S\n]*")
 _HOLD_PREFIXES = tuple(p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS))
 _HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
 """Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""
@@ -117,8 +108,11 @@ class ReplyParser:
         bare_calls: bool = True,
         python_unknown: bool = False,
         empty_list_declines: bool = False,
+        budget: RepairBudget | None = None,
     ) -> None:
         self.index = tools if isinstance(tools, ToolIndex) else ToolIndex(tools)
+        self.budget = budget if budget is not None else RepairBudget()
+        """json-repair's allowance for this reply (shared with the parses of tag bodies)."""
         self._buf = ""
         self._pos = 0
         self._raw_until: str | None = None  # inside <think> or a code fence: prose until this
@@ -126,9 +120,13 @@ class ReplyParser:
         self._empty_list_declines = empty_list_declines
         self._bare_calls = bare_calls
         names = tuple(sorted(self.index.names, key=len, reverse=True)) if bare_calls else ()
-        self._word_re, self._word_literals, self._word_span = _word_triggers(names)
-        self._scan: BracketScan | None = None
+        self._word_re, self._word_literals, self._word_span = word_triggers(names)
+        self._brackets = BracketIndex()
         self._searched: dict[tuple[str, int], int] = {}
+        self._line_leads: dict[int, int] = {}  # line start -> end of its spaces and markers
+        self._reply_start: int | None = None  # index of the first non-space character
+        self._answer: AnswerString | None = None
+        self._bracket_search = (0, -1, 0)  # (from, first trigger found or -1, buffer length)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -159,9 +157,13 @@ class ReplyParser:
         return self._buf
 
     def close_of(self, start: int) -> int:
-        if self._scan is None or self._scan.start != start:
-            self._scan = BracketScan(start)
-        return self._scan.run(self._buf)
+        return self._brackets.close_of(self._buf, start)
+
+    def decode(self, start: int, end: int) -> tuple[object, bool] | None:
+        completed = ""
+        if end >= len(self._buf) and self._buf[start : start + 1] in ("{", "[", "("):
+            completed = self._brackets.completed(self._buf, start)
+        return decode_value(self._buf[start:end], completed=completed, budget=self.budget)
 
     def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
         slot = (pattern.pattern, key)
@@ -180,6 +182,7 @@ class ReplyParser:
             self.index,
             bare_calls=self._bare_calls,
             python_unknown=self._python_unknown,
+            budget=self.budget,
         )
         if (sub.calls or sub.declined) and only_stray(sub.text):
             return Interpretation(sub.calls, declined=sub.declined)
@@ -194,7 +197,11 @@ class ReplyParser:
 
     def _run(self, final: bool) -> list[Segment]:
         out: list[Segment] = []
-        while self._pos < len(self._buf):
+        while self._pos < len(self._buf) or (final and self._answer is not None):
+            if self._answer is not None:
+                if not self._scan_answer(out, final):
+                    break
+                continue
             if self._raw_until is not None:
                 if not self._scan_raw(out, final):
                     break
@@ -216,6 +223,37 @@ class ReplyParser:
             self._advance(end)
         return merge_segments(out)
 
+    def _scan_answer(self, out: list[Segment], final: bool) -> bool:
+        """Stream the string of ``{"answer": "…"}``; False while it needs more text."""
+        answer = self._answer
+        assert answer is not None
+        if not answer.ended:
+            text, pos, answer.ended = answer.read(self._buf, self._pos, final)
+            if text:
+                out.append(Segment("text", text))
+            if pos > self._pos:
+                self._advance(pos)
+            if not answer.ended:
+                return False
+        rest = answer_end(self, answer.start, self._pos, final)
+        if rest is NEED:
+            return False  # what follows the string has not arrived yet
+        self._answer = None
+        segment, end = rest
+        if segment is not None:
+            out.append(segment)
+        self._advance(end)
+        return True
+
+    def _starts_reply(self, t: int) -> bool:
+        """True when only spaces come before ``t``."""
+        if self._reply_start is None:
+            first = _skip(_LEADING_SPACE, self._buf, 0)
+            if first == len(self._buf):
+                return False
+            self._reply_start = first
+        return t == self._reply_start
+
     def _scan_raw(self, out: list[Segment], final: bool) -> bool:
         closer = self._raw_until
         assert closer is not None
@@ -233,11 +271,24 @@ class ReplyParser:
             self._raw_until = None
         return False
 
+    def _next_bracket(self, start: int) -> int:
+        """Index of the first ``{ [ < ` `` at or after ``start`` (the buffer's length if none),
+        remembering the last search so that prose without any costs one pass, not one per
+        word trigger."""
+        searched_from, found, searched_to = self._bracket_search
+        n = len(self._buf)
+        if searched_from <= start and start <= found < searched_to:
+            return found
+        begin = max(start, searched_to) if searched_from <= start and found < 0 else start
+        m = _TRIGGER.search(self._buf, begin)
+        at = m.start() if m is not None else -1
+        self._bracket_search = (start, at, n)
+        return at if at >= 0 else n
+
     def _next_trigger(self, start: int, final: bool) -> tuple[int, re.Match[str] | None, bool]:
         buf = self._buf
         n = len(buf)
-        m = _TRIGGER.search(buf, start)
-        best = m.start() if m else n
+        best = self._next_bracket(start)
         word = None
         if self._word_re is not None:
             word = self._word_re.search(buf, start, min(n, best + 1))
@@ -246,25 +297,10 @@ class ReplyParser:
             else:
                 word = None
         if best == n and not final:
-            hold = self._word_hold(start)
+            hold = held_word(self._buf, start, self._word_literals, self._word_span)
             if hold:
                 return n - hold, None, True
         return best, word, False
-
-    def _word_hold(self, start: int) -> int:
-        """Length of a tail that may still become a word trigger (``get_wea``, ``to=func``)."""
-        buf = self._buf
-        n = len(buf)
-        for k in range(max(start, n - self._word_span), n):
-            if k > 0 and (buf[k - 1].isalnum() or buf[k - 1] in "_."):
-                continue
-            tail = buf[k:]
-            for literal, follow in self._word_literals.get(tail[0], ()):
-                if literal.startswith(tail):
-                    return n - k
-                if tail.startswith(literal) and _follows(tail[len(literal) :], follow):
-                    return n - k
-        return 0
 
     def _held_at(self, t: int) -> bool:
         """True when the text from ``t`` is only a partial tag, marker or fence (wait for more)."""
@@ -297,14 +333,22 @@ class ReplyParser:
 
     def _bracketed(self, t: int, final: bool) -> Resolution:
         buf = self._buf
+        if buf[t] == "{" and self._starts_reply(t):
+            opening = ANSWER_OPEN.match(buf, t)
+            if opening is not None:
+                # {"answer": "..."} opening a reply: the constrained json dialect's text branch.
+                self._answer = AnswerString(t)
+                return Segment("marker", opening.group()), opening.end()
         end = self.close_of(t)
-        if end < 0:
+        if end == TOO_DEEP:
+            return None, t + 1  # deeper than any call: data (the brackets inside are read)
+        if end == OPEN:
             if not final:
                 return NEED
             end = len(buf)
         candidate = buf[t:end]
         if buf[t] == "[":
-            if self._empty_list_declines and candidate.strip() == "[]" and not buf[:t].strip():
+            if self._empty_list_declines and candidate.strip() == "[]" and self._starts_reply(t):
                 return Segment("marker", candidate, declined=True), end
             if _PY_LIST.match(candidate):
                 meaning = interpret_python(
@@ -312,16 +356,15 @@ class ReplyParser:
                 )
                 if meaning.calls:
                     return calls_segment(candidate, meaning), end
-        if buf[t] == "{" and not buf[:t].strip() and _ANSWER_KEY.match(candidate):
-            answer = decode_value(candidate)
-            if answer is not None and _is_answer(answer[0]):
-                # {"answer": "..."} opening a reply: the constrained json dialect's text branch.
-                return Segment("text", answer[0]["answer"]), end
+                # JSON cannot read ``[name(`` as anything but strings: not worth a repair.
+                return None, t + 1
         if _MAYBE_CALL.search(candidate) is None:
             return None, end  # no name, tool or tag anywhere inside: data, or prose
-        decoded = decode_value(candidate)
+        decoded = self.decode(t, end)
         if decoded is not None and isinstance(decoded[0], (dict, list)):
-            meaning = interpret_value(decoded[0], self.index, candidate, decoded[1])
+            meaning = interpret_value(
+                decoded[0], self.index, candidate, decoded[1], budget=self.budget
+            )
             if meaning.is_call:
                 return calls_segment(candidate, meaning), end
             if not decoded[1]:
@@ -344,9 +387,10 @@ class ReplyParser:
         after = j
         if j < len(buf) and buf[j] in "{[":
             close = self.close_of(j)
-            if close < 0 and not final:
+            if close == OPEN and not final:
                 return NEED
-            after = close if close >= 0 else len(buf)
+            # A fence closer inside the JSON's strings is not the fence's end.
+            after = close if close >= 0 else (len(buf) if close == OPEN else j)
         m = self.find(_FENCE_CLOSE, t, after)
         if m is None:
             if not final:
@@ -383,16 +427,21 @@ class ReplyParser:
         """``get_weather(city="Paris")`` standing alone on its line (not mentioned in prose)."""
         buf = self._buf
         line_start = buf.rfind("\n", 0, t) + 1
-        if _MARKER_RE.sub("", buf[line_start:t]).strip():
+        lead = self._line_leads.get(line_start)
+        if lead is None:
+            # It stops at a character of the call's name at the latest, so it stays true.
+            lead = self._line_leads[line_start] = _skip(_LINE_LEAD, buf, line_start)
+        if lead != t:
             return None, m.end()
         end = self.close_of(m.end() - 1)
+        if end == OPEN and not final:
+            return NEED
         if end < 0:
-            return NEED if not final else (None, m.end())
-        newline = buf.find("\n", end)
-        rest = buf[end:] if newline < 0 else buf[end:newline]
-        if rest.strip() not in ("", ";"):
             return None, m.end()
-        if newline < 0 and not final:
+        after = _skip(_AFTER_BARE_CALL, buf, end)
+        if after < len(buf) and buf[after] != "\n":
+            return None, m.end()
+        if after == len(buf) and not final:
             return NEED  # the line may still go on
         candidate = buf[t:end]
         meaning = interpret_python(candidate, self.index, require_known=True)
@@ -408,6 +457,7 @@ def parse_reply(
     bare_calls: bool = True,
     python_unknown: bool = False,
     empty_list_declines: bool = False,
+    budget: RepairBudget | None = None,
 ) -> ParsedReply:
     """Parse a whole reply in one final pass (property tests check that this equals feeding
     it piece by piece and finishing)."""
@@ -416,36 +466,15 @@ def parse_reply(
         bare_calls=bare_calls,
         python_unknown=python_unknown,
         empty_list_declines=empty_list_declines,
+        budget=budget,
     )
     return ParsedReply(tuple(merge_segments(parser.finish(text))))
 
 
-_WordLiterals = dict[str, tuple[tuple[str, str], ...]]
-
-
-@lru_cache(maxsize=256)
-def _word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], _WordLiterals, int]:
-    """The word-trigger pattern for a tool set, and the literals a partial trigger may be."""
-    alternatives = [r"(?P<functools>functools)\s*\[", r"to=functions\.(?P<harmony>[\w.\-]+)"]
-    literals = [("functools", "["), ("to=functions.", "name")]
-    if names:
-        joined = "|".join(re.escape(n) for n in names)
-        alternatives.insert(0, rf"(?:functions\.|default_api\.)?(?:{joined})\s*\(")
-        for name in names:
-            literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]
-    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(alternatives) + ")")
-    by_first: dict[str, list[tuple[str, str]]] = {}
-    for literal, follow in literals:
-        by_first.setdefault(literal[0], []).append((literal, follow))
-    span = max(len(literal) for literal, _ in literals) + 8
-    return pattern, {k: tuple(v) for k, v in by_first.items()}, span
-
-
-def _follows(rest: str, follow: str) -> bool:
-    """Could ``rest`` (what came after a complete literal) still turn into a trigger?"""
-    if follow == "name":
-        return re.fullmatch(r"[\w.\-]*", rest) is not None
-    return not rest.strip()
+def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a pattern that may match nothing (``\\s*``) stops, from ``pos``."""
+    m = pattern.match(text, pos)
+    return m.end() if m is not None else pos
 
 
 def _find_ci(text: str, needle: str, start: int) -> int:

@@ -3,7 +3,8 @@
 This is the format Qwen2.5/Qwen3 and the Hermes fine-tunes were trained on; the prompt follows
 the Qwen2.5 chat template's own wording ("You are provided with function signatures within
 <tools></tools> XML tags"), and tool results come back in ``<tool_response>`` blocks as the
-template renders them.
+template renders them, each opening with the function's name and call id (the template has
+none, so two parallel results would otherwise be told apart only by their order).
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class HermesDialect(Dialect):
         )
         if options.results:
             lines.append(
-                "The results of your calls are inside <tool_response></tool_response> tags; "
-                "use them to answer the user."
+                "The results of your calls are inside <tool_response></tool_response> tags, "
+                "each starting with the function name and call id; use them to answer the user."
             )
         return "\n".join(lines).strip()
 
@@ -84,7 +85,7 @@ class HermesDialect(Dialect):
         )
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
-        return f"<tool_response>\n{content}\n</tool_response>"
+        return f"<tool_response>\n{name} (call id {call_id}):\n{content}\n</tool_response>"
 
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         return f"To call a function, write:\n{_SHAPE}"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolshim.dialects._scan import decode_value, find_close, literal
+from toolshim.dialects._scan import MAX_DEPTH, RepairBudget, decode_value, find_close, literal
 from toolshim.dialects.calls import NOT_A_CALL, Interpretation, ParsedCall, ToolIndex, fold_name
 
 __all__ = [
@@ -46,13 +46,28 @@ _CALL_HEAD = re.compile(r"[\w\-][\w.\-]*\s*\(")
 
 
 def interpret_value(
-    value: Any, index: ToolIndex, raw: str = "", repaired: bool = False
+    value: Any,
+    index: ToolIndex,
+    raw: str = "",
+    repaired: bool = False,
+    *,
+    budget: RepairBudget | None = None,
+    depth: int = 0,
 ) -> Interpretation:
-    """Interpret a decoded JSON value as calls, a decline, or (NOT_A_CALL) plain data."""
+    """Interpret a decoded JSON value as calls, a decline, or (NOT_A_CALL) plain data.
+
+    ``budget`` limits json-repair on arguments given as strings (the reply's budget). Calls
+    nested more than MAX_DEPTH levels deep in lists and envelopes are data.
+    """
+    if depth > MAX_DEPTH:
+        return NOT_A_CALL
+    deeper = depth + 1
     if isinstance(value, list):
         if not value:
             return NOT_A_CALL
-        parts = [interpret_value(v, index, raw, repaired) for v in value]
+        parts = [
+            interpret_value(v, index, raw, repaired, budget=budget, depth=deeper) for v in value
+        ]
         if all(p.is_call for p in parts):
             return Interpretation(
                 tuple(c for p in parts for c in p.calls), declined=all(p.declined for p in parts)
@@ -67,11 +82,13 @@ def interpret_value(
         if isinstance(inner, list) and (key == "tool_calls" or (inner and _all_mappings(inner))):
             if not inner:
                 return Interpretation(declined=True)
-            sub = interpret_value(inner, index, raw, repaired)
+            sub = interpret_value(inner, index, raw, repaired, budget=budget, depth=deeper)
             if sub.is_call:
                 return sub
     if isinstance(obj.get("function_call"), dict):
-        return interpret_value(obj["function_call"], index, raw, repaired)
+        return interpret_value(
+            obj["function_call"], index, raw, repaired, budget=budget, depth=deeper
+        )
 
     present = [k for k in NAME_KEYS if k in obj]
     name_key = next(
@@ -82,7 +99,7 @@ def interpret_value(
         return NOT_A_CALL
     name_value = obj[name_key]
     if isinstance(name_value, dict):  # OpenAI shape: {"type": "function", "function": {...}}
-        return interpret_value(name_value, index, raw, repaired)
+        return interpret_value(name_value, index, raw, repaired, budget=budget, depth=deeper)
     if not isinstance(name_value, str):
         return NOT_A_CALL
     known = index.resolve(name_value)
@@ -96,7 +113,7 @@ def interpret_value(
     if _NAME_CHARS.fullmatch(name) is None:
         return NOT_A_CALL
     if arg_key is not None:
-        arguments, problem = _arguments(obj[arg_key])
+        arguments, problem = _arguments(obj[arg_key], budget)
         if problem is None and "description" in obj and _looks_like_schema(arguments):
             problem = (
                 f"you repeated the definition of {name!r} instead of calling it; "
@@ -147,13 +164,13 @@ def _looks_like_schema(arguments: Any) -> bool:
     )
 
 
-def _arguments(value: Any) -> tuple[Any, str | None]:
+def _arguments(value: Any, budget: RepairBudget | None) -> tuple[Any, str | None]:
     if value is None:
         return {}, None
     if isinstance(value, str):
         if not value.strip():
             return {}, None
-        decoded = decode_value(value)
+        decoded = decode_value(value, budget=budget)
         if decoded is None or not isinstance(decoded[0], dict):
             return value, "the arguments are not a JSON object"
         return decoded[0], None
@@ -245,12 +262,15 @@ def _scanned_calls(source: str) -> list[tuple[str, ast.Call]] | None:
 
 
 def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+    """``a.b.c`` for a chain of attributes on a name (without recursion: chains can be long)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _python_call(node: ast.Call, name: str, index: ToolIndex, raw: str) -> ParsedCall:

@@ -2,7 +2,7 @@
 
 Tools are described the Windlass way ("**run_code** / Parameters: - code (str) (required)"),
 each with a ready-made example; the model may explain itself around the JSON, and several
-blocks in one reply are several calls. Results come back as "Tool Result (name):".
+blocks in one reply are several calls. Results come back as "Tool Result (name, call id …):".
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class WindlassDialect(Dialect):
         )
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
-        return f"Tool Result ({name}):\n{content}"
+        return f"Tool Result ({name}, call id {call_id}):\n{content}"
 
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         return f"To call a tool, output valid JSON with this structure: {_SHAPE}"

@@ -1,0 +1,58 @@
+"""Word triggers: the tool names and keywords that may open a call in the middle of prose.
+
+``get_weather(`` (a bare call of an offered tool), ``functools[`` (Phi-4-mini) and
+``to=functions.name`` (gpt-oss) start a call without any bracket before them; the parser finds
+them with one pattern per tool set, and holds back a chunk that ends in a piece of one.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["WordLiterals", "held_word", "word_triggers"]
+
+WordLiterals = dict[str, tuple[tuple[str, str], ...]]
+"""First character -> (literal, what must follow it) for every trigger word."""
+
+
+@lru_cache(maxsize=256)
+def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals, int]:
+    """The word-trigger pattern for a tool set, the literals a partial trigger may be, and the
+    longest tail that may still become one."""
+    alternatives = [r"(?P<functools>functools)\s*\[", r"to=functions\.(?P<harmony>[\w.\-]+)"]
+    literals = [("functools", "["), ("to=functions.", "name")]
+    if names:
+        joined = "|".join(re.escape(n) for n in names)
+        alternatives.insert(0, rf"(?:functions\.|default_api\.)?(?:{joined})\s*\(")
+        for name in names:
+            literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]
+    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(alternatives) + ")")
+    by_first: dict[str, list[tuple[str, str]]] = {}
+    for literal, follow in literals:
+        by_first.setdefault(literal[0], []).append((literal, follow))
+    span = max(len(literal) for literal, _ in literals) + 8
+    return pattern, {k: tuple(v) for k, v in by_first.items()}, span
+
+
+def could_follow(rest: str, follow: str) -> bool:
+    """Could ``rest`` (what came after a complete literal) still turn into a trigger?"""
+    if follow == "name":
+        return re.fullmatch(r"[\w.\-]*", rest) is not None
+    return not rest.strip()
+
+
+def held_word(buf: str, start: int, literals: WordLiterals, span: int) -> int:
+    """Length of a tail of ``buf[start:]`` that may still become a word trigger (``get_wea``,
+    ``to=func``): text the parser must hold back until more arrives."""
+    n = len(buf)
+    for k in range(max(start, n - span), n):
+        if k > 0 and (buf[k - 1].isalnum() or buf[k - 1] in "_."):
+            continue
+        tail = buf[k:]
+        for literal, follow in literals.get(tail[0], ()):
+            if literal.startswith(tail):
+                return n - k
+            if tail.startswith(literal) and could_follow(tail[len(literal) :], follow):
+                return n - k
+    return 0

@@ -47,6 +47,17 @@ def test_help_explains_the_flags() -> None:
         assert flag in result.stdout
     for env in ("TOOLSHIM_UPSTREAM", "TOOLSHIM_MODE", "TOOLSHIM_UPSTREAM_API_KEY"):
         assert env in result.stdout
+    # paragraphs are wrapped by the terminal, not at the source's line breaks
+    assert "natively where the model supports them and are emulated where it does not" in (
+        result.stdout
+    )
+
+
+def test_reflow_joins_paragraph_lines_and_keeps_examples() -> None:
+    from toolshim.cli.main import reflow
+
+    text = "One line\nand its tail.\n\nExample:\n    a = 1\n    b = 2\n- item\nNext."
+    assert reflow(text) == "One line and its tail.\n\nExample:\n    a = 1\n    b = 2\n- item Next."
 
 
 @pytest.mark.parametrize(

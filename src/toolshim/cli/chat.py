@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +18,16 @@ from toolshim.cli._common import (
     fail,
     open_registry,
     upstream_target,
+)
+from toolshim.cli._options import (
+    DialectOption,
+    ModelFileOption,
+    ModeOption,
+    RegistryOption,
+    StrategyOption,
+    TimeoutOption,
+    UpstreamApiKeyOption,
+    UpstreamOption,
 )
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
 
@@ -58,25 +67,8 @@ def register(app: typer.Typer) -> None:
 
 
 def chat(
-    upstream: Annotated[
-        str | None,
-        typer.Option(
-            "--upstream",
-            envvar="TOOLSHIM_UPSTREAM",
-            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 "
-            "(Ollama). Default: the embedded local model.",
-            show_default=False,
-        ),
-    ] = None,
-    model_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--model-file",
-            envvar="TOOLSHIM_MODEL_FILE",
-            help="Chat with this .gguf file through the embedded llama.cpp server.",
-            show_default=False,
-        ),
-    ] = None,
+    upstream: UpstreamOption = None,
+    model_file: ModelFileOption = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -98,43 +90,11 @@ def chat(
             "--no-builtin-tools", help="Leave out current_time, calculate and convert_units."
         ),
     ] = False,
-    mode: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_MODE",
-            help="auto (per model, learned) | off (native only) | fallback (native, then "
-            "emulate) | force (always emulate) | strip (no tools for models without them).",
-        ),
-    ] = "auto",
-    dialect: Annotated[
-        str | None,
-        typer.Option(
-            envvar="TOOLSHIM_DIALECT",
-            help="Prompt format for emulated tools (json, hermes, pythonic, …). Default: per "
-            "model, else json.",
-            show_default=False,
-        ),
-    ] = None,
-    strategy: Annotated[
-        str,
-        typer.Option(envvar="TOOLSHIM_STRATEGY", help="single | decision (emulation strategy)."),
-    ] = "single",
-    registry: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="TOOLSHIM_REGISTRY",
-            help="Capability store (SQLite file). Default: in the user data directory.",
-            show_default=False,
-        ),
-    ] = None,
-    upstream_api_key: Annotated[
-        str | None,
-        typer.Option(
-            envvar="TOOLSHIM_UPSTREAM_API_KEY",
-            help="Bearer token for the upstream, if it needs one.",
-            show_default=False,
-        ),
-    ] = None,
+    mode: ModeOption = "auto",
+    dialect: DialectOption = None,
+    strategy: StrategyOption = "single",
+    registry: RegistryOption = None,
+    upstream_api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
         float | None,
         typer.Option(help="Sampling temperature sent with every request.", show_default=False),
@@ -142,14 +102,7 @@ def chat(
     max_turns: Annotated[
         int, typer.Option(help="Model turns per question (tool rounds included).", min=1)
     ] = 10,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_TIMEOUT",
-            help="Seconds to wait for each read from the upstream.",
-            min=0.1,
-        ),
-    ] = 600.0,
+    timeout: TimeoutOption = 600.0,
 ) -> None:
     """Chat with a model in the terminal, with tools."""
     from toolshim.chat.builtin import load_tools

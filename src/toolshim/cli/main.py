@@ -41,9 +41,32 @@ def _root(
     """Tool calling for every LLM."""
 
 
+def reflow(text: str) -> str:
+    """Join the hard-wrapped lines of each paragraph so the terminal wraps them at its width
+    (rich keeps single newlines); indented lines (examples) keep theirs."""
+    out: list[str] = []
+    for line in text.strip("\n").split("\n"):
+        joinable = line and not line[0].isspace() and not line.lstrip().startswith(("-", "*"))
+        if joinable and out and out[-1] and not out[-1][0].isspace():
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        if isinstance(command.help, str):
+            command.help = reflow(command.help)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
 for _name in COMMAND_MODULES:
     if importlib.util.find_spec(f"toolshim.cli.{_name}") is not None:
         importlib.import_module(f"toolshim.cli.{_name}").register(app)
+_reflow_help(app)
 
 
 def main() -> None:

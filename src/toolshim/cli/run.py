@@ -26,6 +26,13 @@ from toolshim.agent.guards import call_signature
 from toolshim.agent.phases import RunResult, arun_agent_file
 from toolshim.agent.trace import TracingUpstream
 from toolshim.cli._common import EMBEDDED_HINT, fail, open_registry, upstream_target
+from toolshim.cli._options import (
+    DialectOption,
+    RegistryOption,
+    StrategyOption,
+    UpstreamApiKeyOption,
+    UpstreamOption,
+)
 from toolshim.dialects import get_dialect
 from toolshim.engine.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
@@ -69,15 +76,7 @@ def run_command(
             "plain text; '-' reads it from stdin.",
         ),
     ] = "{}",
-    upstream: Annotated[
-        str | None,
-        typer.Option(
-            "--upstream",
-            envvar="TOOLSHIM_UPSTREAM",
-            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1. "
-            "Default: the embedded local model (assembled on first use).",
-        ),
-    ] = None,
+    upstream: UpstreamOption = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -92,30 +91,10 @@ def run_command(
             help="auto, off, fallback, force or strip, for phases without one (default: auto).",
         ),
     ] = None,
-    dialect: Annotated[
-        str | None,
-        typer.Option(
-            "--dialect", envvar="TOOLSHIM_DIALECT", help="Prompt dialect for emulated tools."
-        ),
-    ] = None,
-    strategy: Annotated[
-        str,
-        typer.Option("--strategy", envvar="TOOLSHIM_STRATEGY", help="single or decision."),
-    ] = "single",
-    registry: Annotated[
-        str | None,
-        typer.Option(
-            "--registry", envvar="TOOLSHIM_REGISTRY", help="Capability store (SQLite file)."
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--upstream-api-key",
-            envvar="TOOLSHIM_UPSTREAM_API_KEY",
-            help="Bearer token for the upstream.",
-        ),
-    ] = None,
+    dialect: DialectOption = None,
+    strategy: StrategyOption = "single",
+    registry: RegistryOption = None,
+    api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
         float | None,
         typer.Option("--temperature", help="Sampling temperature sent with every request."),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
@@ -19,6 +18,16 @@ from toolshim.cli._common import (
     fail,
     open_registry,
     upstream_target,
+)
+from toolshim.cli._options import (
+    DialectOption,
+    ModelFileOption,
+    ModeOption,
+    RegistryOption,
+    StrategyOption,
+    TimeoutOption,
+    UpstreamApiKeyOption,
+    UpstreamOption,
 )
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 
@@ -47,56 +56,12 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(
-    upstream: Annotated[
-        str | None,
-        typer.Option(
-            "--upstream",
-            envvar="TOOLSHIM_UPSTREAM",
-            help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 "
-            "(Ollama). Default: the embedded local model.",
-            show_default=False,
-        ),
-    ] = None,
-    model_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--model-file",
-            envvar="TOOLSHIM_MODEL_FILE",
-            help="Serve this .gguf file with the embedded llama.cpp server instead of an upstream.",
-            show_default=False,
-        ),
-    ] = None,
-    mode: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_MODE",
-            help="auto (learn per model) | off (native only) | fallback (native, then emulate) "
-            "| force (always emulate) | strip (drop tools for models without them).",
-        ),
-    ] = "auto",
-    strategy: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_STRATEGY",
-            help="single (one request) | decision (a JSON decision request, then the answer).",
-        ),
-    ] = "single",
-    dialect: Annotated[
-        str | None,
-        typer.Option(
-            envvar="TOOLSHIM_DIALECT",
-            help="Prompt format for emulated tools (json, hermes, …). Default: per model, else json.",
-            show_default=False,
-        ),
-    ] = None,
-    registry: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="TOOLSHIM_REGISTRY",
-            help="Capability store (SQLite file). Default: in the user data directory.",
-            show_default=False,
-        ),
-    ] = None,
+    upstream: UpstreamOption = None,
+    model_file: ModelFileOption = None,
+    mode: ModeOption = "auto",
+    strategy: StrategyOption = "single",
+    dialect: DialectOption = None,
+    registry: RegistryOption = None,
     host: Annotated[str, typer.Option(envvar="TOOLSHIM_HOST", help="Address to listen on.")] = (
         "127.0.0.1"
     ),
@@ -112,14 +77,7 @@ def serve(
             "sizes) and the model's raw text.",
         ),
     ] = "info",
-    upstream_api_key: Annotated[
-        str | None,
-        typer.Option(
-            envvar="TOOLSHIM_UPSTREAM_API_KEY",
-            help="API key sent upstream in place of the caller's Authorization header.",
-            show_default=False,
-        ),
-    ] = None,
+    upstream_api_key: UpstreamApiKeyOption = None,
     max_reasks: Annotated[
         int,
         typer.Option(
@@ -128,14 +86,7 @@ def serve(
             min=0,
         ),
     ] = 2,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_TIMEOUT",
-            help="Seconds to wait for each read from the upstream (local models can be slow).",
-            min=0.1,
-        ),
-    ] = 600.0,
+    timeout: TimeoutOption = 600.0,
     constrain: Annotated[
         bool | None,
         typer.Option(

@@ -1,0 +1,93 @@
+"""The options several commands share, declared once: flag, environment variable and help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "DialectOption",
+    "ModeOption",
+    "ModelFileOption",
+    "RegistryOption",
+    "StrategyOption",
+    "TimeoutOption",
+    "UpstreamApiKeyOption",
+    "UpstreamOption",
+]
+
+MODE_HELP = (
+    "auto (per model: native where it works, learned from errors) | off (native only) | "
+    "fallback (native, then emulate) | force (always emulate) | strip (no tools for models "
+    "without them)."
+)
+
+UpstreamOption = Annotated[
+    str | None,
+    typer.Option(
+        "--upstream",
+        envvar="TOOLSHIM_UPSTREAM",
+        help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 (Ollama). "
+        "Default: the embedded local model (assembled on first use).",
+        show_default=False,
+    ),
+]
+ModelFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-file",
+        envvar="TOOLSHIM_MODEL_FILE",
+        help="Use this .gguf file with the embedded llama.cpp server instead of an upstream.",
+        show_default=False,
+    ),
+]
+ModeOption = Annotated[str, typer.Option("--mode", envvar="TOOLSHIM_MODE", help=MODE_HELP)]
+StrategyOption = Annotated[
+    str,
+    typer.Option(
+        "--strategy",
+        envvar="TOOLSHIM_STRATEGY",
+        help="Emulation strategy: single (one request) | decision (a JSON decision request, "
+        "then the answer).",
+    ),
+]
+DialectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dialect",
+        envvar="TOOLSHIM_DIALECT",
+        help="Prompt format for emulated tools (json, hermes, pythonic, compact, windlass). "
+        "Default: the model's preferred one, else json.",
+        show_default=False,
+    ),
+]
+RegistryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--registry",
+        envvar="TOOLSHIM_REGISTRY",
+        help="Capability store (SQLite file). Default: in the user data directory.",
+        show_default=False,
+    ),
+]
+UpstreamApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--upstream-api-key",
+        envvar="TOOLSHIM_UPSTREAM_API_KEY",
+        help="API key sent to the upstream as a Bearer token (the proxy sends it in place of "
+        "the caller's Authorization header). Never logged.",
+        show_default=False,
+    ),
+]
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        envvar="TOOLSHIM_TIMEOUT",
+        help="Seconds to wait for each read from the upstream (local models can be slow).",
+        min=0.1,
+    ),
+]

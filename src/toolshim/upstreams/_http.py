@@ -1,19 +1,26 @@
 """What the HTTP adapters share: reading JSON answers and SSE events, and HTTP error mapping.
 
-Transport-free (sans-IO): each adapter feeds it the bytes and lines its client library gives.
+Transport-free: each adapter feeds it the bytes and lines its client library gives.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 import orjson
 
 from toolshim.errors import UpstreamProtocolError, UpstreamStatusError, upstream_error_fields
 
-__all__ = ["SSEDecoder", "completion_as_chunks", "event_object", "json_object", "status_error"]
+__all__ = [
+    "SSEDecoder",
+    "completion_as_chunks",
+    "event_object",
+    "json_object",
+    "sse_objects",
+    "status_error",
+]
 
 
 def json_object(content: bytes | str, url: str) -> dict[str, Any]:
@@ -103,6 +110,21 @@ class SSEDecoder:
             self.done = True
             return None
         return data
+
+
+async def sse_objects(lines: AsyncIterable[str | bytes], url: str) -> AsyncIterator[dict[str, Any]]:
+    """The JSON object of each event of an SSE stream, given its lines, up to ``[DONE]``."""
+    decoder = SSEDecoder()
+    async for line in lines:
+        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+        data = decoder.line(text)
+        if data is not None:
+            yield event_object(data, url)
+        if decoder.done:
+            return
+    data = decoder.end()
+    if data is not None:
+        yield event_object(data, url)
 
 
 def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -27,10 +27,9 @@ from toolshim.errors import (
     UpstreamTimeoutError,
 )
 from toolshim.upstreams._http import (
-    SSEDecoder,
     completion_as_chunks,
-    event_object,
     json_object,
+    sse_objects,
     status_error,
 )
 from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, normalize_base_url
@@ -147,7 +146,7 @@ class AiohttpUpstream:
                         for chunk in completion_as_chunks(whole):
                             yield chunk
                         return
-                    async for chunk in _sse_objects(response.content, url):
+                    async for chunk in sse_objects(response.content, url):
                         yield chunk
                 except BaseException:
                     # Stopped early (an error, a cancelled request, a consumer that went away):
@@ -178,19 +177,6 @@ class AiohttpUpstream:
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
     return orjson.dumps(body)
-
-
-async def _sse_objects(content: aiohttp.StreamReader, url: str) -> AsyncIterator[dict[str, Any]]:
-    decoder = SSEDecoder()
-    async for raw in content:
-        data = decoder.line(raw.decode("utf-8", "replace"))
-        if data is not None:
-            yield event_object(data, url)
-        if decoder.done:
-            return
-    data = decoder.end()
-    if data is not None:
-        yield event_object(data, url)
 
 
 def _transport_error(exc: BaseException, url: str, timeout: float) -> UpstreamError:

@@ -20,10 +20,9 @@ from toolshim.errors import (
     UpstreamTimeoutError,
 )
 from toolshim.upstreams._http import (
-    SSEDecoder,
     completion_as_chunks,
-    event_object,
     json_object,
+    sse_objects,
     status_error,
 )
 
@@ -132,7 +131,7 @@ class OpenAIUpstream:
                     for chunk in completion_as_chunks(whole):
                         yield chunk
                     return
-                async for chunk in _sse_objects(response, url):
+                async for chunk in sse_objects(response.aiter_lines(), url):
                     yield chunk
         except UpstreamError:
             raise
@@ -154,19 +153,6 @@ class OpenAIUpstream:
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.aclose()
-
-
-async def _sse_objects(response: httpx.Response, url: str) -> AsyncIterator[dict[str, Any]]:
-    decoder = SSEDecoder()
-    async for line in response.aiter_lines():
-        data = decoder.line(line)
-        if data is not None:
-            yield event_object(data, url)
-        if decoder.done:
-            return
-    data = decoder.end()
-    if data is not None:
-        yield event_object(data, url)
 
 
 def _transport_error(exc: httpx.HTTPError, url: str) -> UpstreamError:

@@ -163,6 +163,29 @@ async def test_fallback_learns_a_rejection_too() -> None:
     assert upstream.calls == 3
 
 
+@pytest.mark.parametrize("source", ["profile", "upstream", "runtime_error", "probe"])
+async def test_fallback_tries_native_first_whatever_the_registry_remembers(source: str) -> None:
+    from toolshim.capabilities import Source
+
+    upstream = Scripted("native", needed=True).upstream()
+    engine = Engine(upstream, mode="fallback", registry=":memory:")
+    engine.registry.learn(upstream.key, "m", "native_tools", "no", Source(source))
+    completion = await engine.acomplete(request())
+    assert completion.message.tool_calls
+    assert upstream.calls == 1 and upstream.history[0]["tools"]
+
+
+async def test_fallback_believes_a_person_who_says_the_model_has_no_tools() -> None:
+    from toolshim.capabilities import Source
+
+    upstream = Scripted("reject", needed=True).upstream()
+    engine = Engine(upstream, mode="fallback", registry=":memory:")
+    engine.registry.learn(upstream.key, "m", "native_tools", "no", Source.USER)
+    completion = await engine.acomplete(request())
+    assert completion.message.tool_calls
+    assert upstream.calls == 1 and "tools" not in upstream.history[0]
+
+
 async def test_strip_sends_tools_to_a_model_known_to_support_them() -> None:
     upstream = Scripted("native", needed=True).upstream()
     engine = Engine(upstream, mode="strip", registry=":memory:")

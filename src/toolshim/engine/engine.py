@@ -303,9 +303,19 @@ class Engine:
             return "native"
         if mode is Mode.STRIP:
             return "native-or-strip" if support is Support.YES else "strip"
+        if mode is Mode.FALLBACK:
+            # Native first, whatever a profile, probe or older error says; only what this
+            # process just saw rejected, or a person's "no", spares the doomed attempt.
+            return "emulate" if self._known_without_tools(request.model) else "try"
         if support is Support.NO:
             return "emulate"
         return "try"
+
+    def _known_without_tools(self, model: str) -> bool:
+        if model in self._rejected and self.support(model) is Support.NO:
+            return True
+        fact = self.registry.fact(self.upstream.key, model, "native_tools")
+        return fact is not None and fact.source is Source.USER and fact.support is Support.NO
 
     async def _serve(self, turn: Turn) -> Completion:
         route = self.route(turn)

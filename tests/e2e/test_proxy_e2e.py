@@ -224,3 +224,30 @@ def test_langchain_streaming_gets_a_tool_call(
     assert gathered is not None
     (call,) = gathered.tool_calls
     assert call["name"] == "get_weather" and call["args"] == {"city": "Paris"}
+
+
+# -- start-up and rescue flags ----------------------------------------------------------------
+
+
+def test_an_unreachable_upstream_is_named_at_start_up(serve: ProxyFactory) -> None:
+    from tests.e2e.conftest import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    proxy = serve(upstream=closed)
+    assert f"the upstream at {closed} does not answer" in proxy.output()
+    assert "serving anyway" in proxy.output()
+
+
+def test_no_rescue_leaves_a_native_reply_as_the_upstream_sent_it(
+    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess
+) -> None:
+    fake_upstream.script(tools="ignore", replies=[FENCED_CALL, FENCED_CALL])
+    rescued = sdk(serve("--mode", "off")).chat.completions.create(
+        model=fresh_model(), messages=MESSAGES, tools=[WEATHER]
+    )
+    assert rescued.choices[0].message.tool_calls
+    untouched = sdk(serve("--mode", "off", "--no-rescue")).chat.completions.create(
+        model=fresh_model(), messages=MESSAGES, tools=[WEATHER]
+    )
+    assert untouched.choices[0].message.tool_calls is None
+    assert untouched.choices[0].message.content == FENCED_CALL

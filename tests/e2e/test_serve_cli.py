@@ -69,10 +69,20 @@ def test_reflow_joins_paragraph_lines_and_keeps_examples() -> None:
         (["--log-level", "loud"], "unknown log level 'loud'"),
         (["--model-file", "/nonexistent/model.gguf"], "does not exist"),
         (["--upstream", "http://x", "--model-file", "/tmp/m.gguf"], "alternatives"),
+        (["--upstream", "ftp://x/v1"], "is not http:// or https://"),
+        (["--upstream", "http://h:99999/v1"], "no valid host and port"),
     ],
 )
 def test_bad_options_are_one_line_errors(flags: list[str], fragment: str) -> None:
     assert_one_line_error(run([*SERVE, "--port", "0", *flags]), fragment)
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_refused_without_a_traceback(port: str) -> None:
+    result = run([*SERVE, "--port", port, "--upstream", "http://127.0.0.1:9/v1"], COLUMNS="200")
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    assert "Invalid value for '--port'" in result.stderr
 
 
 def test_a_port_in_use_is_a_one_line_error() -> None:

@@ -41,10 +41,29 @@ def upstream(handler: Callable[[httpx.Request], httpx.Response], **kwargs: Any) 
         ("127.0.0.1:8081/", "http://127.0.0.1:8081/v1"),
         ("https://openrouter.ai/api/v1/", "https://openrouter.ai/api/v1"),
         ("http://h:1/v1", "http://h:1/v1"),
+        ("HTTP://h:8080/v1/chat/completions", "http://h:8080/v1"),
+        ("http://h:8080/v1/models/", "http://h:8080/v1"),
     ],
 )
 def test_base_url(given: str, expected: str) -> None:
     assert normalize_base_url(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "fragment"),
+    [
+        ("ftp://h/v1", "not http:// or https://"),
+        ("http://", "no valid host and port"),
+        ("", "no valid host and port"),
+        ("http://h:99999/v1", "no valid host and port"),
+        ("http://h:port/v1", "no valid host and port"),
+    ],
+)
+def test_a_url_that_cannot_be_an_api_is_a_config_error(given: str, fragment: str) -> None:
+    from toolshim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=fragment):
+        normalize_base_url(given)
 
 
 async def test_complete_posts_the_body_with_auth() -> None:

@@ -68,9 +68,12 @@ def registry_key(upstream: str) -> str:
 
 
 def check_upstream_choice(upstream: str | None, model_file: Path | None) -> None:
-    """ConfigError when both ``--upstream`` and ``--model-file`` are given, or the file is missing."""
+    """ConfigError when both ``--upstream`` and ``--model-file`` are given, the URL is malformed
+    or the file is missing."""
     if upstream and model_file:
         raise ConfigError("--upstream and --model-file are alternatives; pass one of them")
+    if upstream:
+        normalize_base_url(upstream)  # a malformed URL fails here, before anything starts
     if model_file is not None and not model_file.is_file():
         raise ConfigError(f"model file {str(model_file)!r} does not exist", param="model_file")
 

@@ -76,6 +76,7 @@ UpstreamApiKeyOption = Annotated[
     str | None,
     typer.Option(
         "--upstream-api-key",
+        "--api-key",
         envvar="TOOLSHIM_UPSTREAM_API_KEY",
         help="API key sent to the upstream as a Bearer token (the proxy sends it in place of "
         "the caller's Authorization header). Never logged.",

@@ -27,6 +27,7 @@ from rich.progress import (
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
+from toolshim.cli._options import UpstreamApiKeyOption
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation import (
     BASELINES,
@@ -314,10 +315,7 @@ def register(app: typer.Typer) -> None:
                 "--threads", min=1, help="CPU threads of the embedded model \\[default: all cores]."
             ),
         ] = None,
-        api_key: Annotated[
-            str | None,
-            typer.Option("--api-key", envvar="OPENAI_API_KEY", help="Bearer key for the upstream."),
-        ] = None,
+        api_key: UpstreamApiKeyOption = None,
         mode: Annotated[
             list[str] | None,
             typer.Option("--mode", help="auto, off, fallback, force, strip (repeatable)."),

@@ -31,6 +31,7 @@ from toolshim.capabilities.registry import (
     fact_dict,
 )
 from toolshim.cli._common import fail, open_registry, registry_key
+from toolshim.cli._options import UpstreamApiKeyOption
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
 from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
@@ -72,10 +73,7 @@ RegistryOpt = Annotated[
         "TOOLSHIM_REGISTRY",
     ),
 ]
-ApiKeyOpt = Annotated[
-    str | None,
-    _flag("--api-key", "Bearer token for the upstream, if it needs one.", "TOOLSHIM_API_KEY"),
-]
+ApiKeyOpt = UpstreamApiKeyOption
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ModelArg = Annotated[str, typer.Argument(help="Model name as the upstream knows it.")]
 

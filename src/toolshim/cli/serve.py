@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolshim.cli._common import (
     EMBEDDED_HINT,
@@ -41,7 +42,8 @@ validated, returned as real `tool_calls`). Without --upstream the embedded local
 served (it is assembled on first use).
 
 Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks",
-"constrain"}) or the headers x-toolshim-mode / -strategy / -dialect override these defaults.
+"constrain"}) or the headers x-toolshim-mode / -strategy / -dialect / -max-reasks override
+these defaults.
 
 Endpoints: POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /metrics.
 """
@@ -66,7 +68,10 @@ def serve(
         "127.0.0.1"
     ),
     port: Annotated[
-        int, typer.Option(envvar="TOOLSHIM_PORT", help="Port to listen on (0: any free port).")
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_PORT", help="Port to listen on (0: any free port).", min=0, max=65535
+        ),
     ] = 8080,
     log_level: Annotated[
         str,
@@ -97,6 +102,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    rescue: Annotated[
+        bool,
+        typer.Option(
+            "--rescue/--no-rescue",
+            envvar="TOOLSHIM_RESCUE",
+            help="Turn a call a model wrote as text in a native reply (e.g. fenced JSON in "
+            "`content`) into a real tool call, in off, fallback and auto. --no-rescue leaves "
+            "native replies exactly as the upstream sent them.",
+        ),
+    ] = True,
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
@@ -125,6 +140,7 @@ def serve(
                 dialect=dialect,
                 max_reasks=max_reasks,
                 constrain=constrain,
+                rescue=rescue,
                 registry=store,
             )
             app = create_app(
@@ -133,7 +149,9 @@ def serve(
                 default_model=target.model,
                 pin_model=target.embedded,
             )
-            _banner(host, sock.getsockname()[1], target, mode)
+            _banner(host, sock.getsockname()[1], target, engine.options.mode.value)
+            if not target.embedded:
+                _warn_if_unreachable(target.base_url, upstream_api_key, err)
             _run(app, sock, log_level)
     except (KeyboardInterrupt, _Stop):
         pass
@@ -145,6 +163,22 @@ def serve(
         signal.signal(signal.SIGTERM, previous_sigterm)
         sock.close()
     typer.echo("toolshim: stopped", err=True)
+
+
+def _warn_if_unreachable(base_url: str, api_key: str | None, err: Console) -> None:
+    """One line on stderr when the upstream does not answer ``GET /models`` now: the proxy
+    serves anyway (the upstream may come up later), but a typo in --upstream shows at once."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        httpx.get(f"{base_url}/models", headers=headers, timeout=3.0)
+    except httpx.HTTPError as exc:
+        err.print(
+            f"[yellow]warning:[/] the upstream at {escape(base_url)} does not answer "
+            f"({escape(type(exc).__name__)}: {escape(str(exc) or 'no reply')}); serving anyway, "
+            "requests get 502 until it does"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from toolshim.errors import (
+    ConfigError,
     UpstreamConnectionError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -33,15 +34,38 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def normalize_base_url(url: str) -> str:
-    """``http://host:port`` → ``http://host:port/v1``; other paths are kept (trailing / dropped)."""
+    """``http://host:port`` → ``http://host:port/v1``; other paths are kept (trailing / dropped),
+    a pasted endpoint (``…/v1/chat/completions``) is cut back to its base.
+
+    Raises ConfigError for what cannot be an HTTP API's address (another scheme, no host, a
+    port out of range), so that a typo fails at start-up instead of on every request.
+    """
+    given = url
     url = url.strip()
     if "://" not in url:
         url = f"http://{url}"
     parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(
+            f"the upstream URL {given!r} is not http:// or https:// "
+            "(expected e.g. http://127.0.0.1:11434/v1)"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ConfigError(
+            f"the upstream URL {given!r} has no valid host and port "
+            "(expected e.g. http://127.0.0.1:11434/v1)"
+        )
     path = parts.path.rstrip("/")
+    for endpoint in ("/chat/completions", "/models"):
+        if path.endswith(endpoint):
+            path = path[: -len(endpoint)]
     if not path:
         path = "/v1"
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return urlunsplit((parts.scheme.lower(), parts.netloc, path, "", ""))
 
 
 class OpenAIUpstream:

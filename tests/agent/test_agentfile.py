@@ -107,6 +107,7 @@ def test_every_problem_is_reported_at_once_with_file_phase_and_key(
         "broken.toml",
         f"""
         cascade_id = "x"
+        name = "y"
 
         [[phases]]
         name = "first"
@@ -137,12 +138,11 @@ def test_every_problem_is_reported_at_once_with_file_phase_and_key(
     lines = info.value.message.splitlines()
     src = str(path)
     expected = [
-        f"{src}: unknown key 'cascade_id' (use 'name'); allowed: phases, name, description, "
-        "model, mode, dialect, max_turns",
-        f"{src}: phase 1 ('first'): unknown key 'tackle' (seed 002's 'tackle' is 'tools' here: "
-        "a list of 'module:function' paths); allowed: name, instructions, tools, model, mode, "
-        "use_native_tools, dialect, max_turns",
+        f"{src}: 'cascade_id' is seed 002's name for 'name', and both are given; keep one of them",
         f"{src}: phase 1 ('first'): unknown key 'instrctions' (did you mean 'instructions'?)",
+        f"{src}: phase 1 ('first'): tool 'run_code' is not a built-in tool (the built-ins are "
+        "'current_time', 'calculate', 'convert_units'); give a function of your own as an "
+        "import path 'module:function'",
         f"{src}: phase 1 ('first'): key 'mode' must be one of 'off', 'fallback', 'force', "
         "'auto', 'strip', not 'sometimes' (a string)",
         f"{src}: phase 1 ('first'): key 'max_turns' must be an integer of at least 1, not '5' "

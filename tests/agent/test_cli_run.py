@@ -132,14 +132,14 @@ def test_input_from_stdin(agent_dir: tuple[Path, str]) -> None:
 
 def test_file_problems_exit_2_before_any_model_call(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
-    path.write_text('[[phases]]\nname = "a"\ntackle = ["x"]\ntools = ["nope_module_q:f"]\n')
+    path.write_text('[[phases]]\nname = "a"\ntackel = ["x"]\ntools = ["nope_module_q:f"]\n')
     fake = scripted()
     with serve_fake(fake) as server:
         result = invoke(str(path), "--upstream", server.base_url)
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
-    assert lines[0].startswith(f"error: {path}: phase 1 ('a'): unknown key 'tackle'")
+    assert lines[0].startswith(f"error: {path}: phase 1 ('a'): unknown key 'tackel'")
     assert lines[1].startswith(f"error: {path}: phase 1 ('a'): tool 'nope_module_q:f'")
     assert fake.history == []
 

@@ -15,10 +15,18 @@
     name = "summarize"
     instructions = "Write one friendly sentence from these notes."
 
+Seed 002's cascade files load as they are: its key names are accepted as aliases
+(``cascade_id`` for the top-level ``name``, ``tackle`` for a phase's ``tools``; a key given
+both ways is an error), and ``use_native_tools`` is a phase's ``mode`` (``false``: force,
+``true``: off).
+
+A tool is a ``module:function`` import path, resolved from the current directory and the
+file's own directory too, or the bare name of one of toolshim's built-in demo tools
+(``calculate``, ``convert_units``, ``current_time``).
+
 Every problem (unknown keys, wrong types, unknown modes or dialects, tools that cannot be
 imported) is collected and raised as one :class:`ConfigError`, one line per problem naming
-the file, the phase and the key, before any model is called. Tools are ``module:function``
-import paths, resolved from the current directory and the file's own directory too.
+the file, the phase and the key, before any model is called.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import difflib
 import importlib
 import json
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Mapping
@@ -52,12 +61,28 @@ PHASE_KEYS = (
     "max_turns",
 )
 TOP_KEYS = ("phases", "name", "description", "model", "mode", "dialect", "max_turns")
+TOP_ALIASES = {"cascade_id": "name"}
+"""Seed 002's key names at the top level, and the key each one means here."""
+PHASE_ALIASES = {"tackle": "tools"}
+"""Seed 002's key names in a phase, and the key each one means here."""
 _HINTS = {
-    "tackle": "seed 002's 'tackle' is 'tools' here: a list of 'module:function' paths",
-    "cascade_id": "use 'name'",
     "system": "use 'instructions'",
     "prompt": "use 'instructions'",
 }
+_TOP_HINTS = {
+    **_HINTS,
+    "tools": "tools belong to a phase: put them in its 'tools'",
+    "tackle": "seed 002's 'tackle' (tools) belongs to a phase: put it in its 'tools'",
+    "instructions": "instructions belong to a phase",
+}
+_PHASE_HINTS = {
+    **_HINTS,
+    "cascade_id": "'cascade_id' names the whole file: put it at the top level",
+    "phases": "phases cannot be nested",
+}
+_SOURCE_SCAN_LIMIT = 200
+"""At most this many ``.py`` files per directory are read for the hint on a bare tool name."""
+_SOURCE_SIZE_LIMIT = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +140,8 @@ def parse_agent_spec(
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: the top level must be a table/object with 'phases'")
-    _unknown_keys(data, TOP_KEYS, source, problems)
-    top = _Reader(data, source, problems)
+    _check_keys(data, TOP_KEYS, TOP_ALIASES, _TOP_HINTS, source, problems)
+    top = _Reader(data, source, problems, TOP_ALIASES)
     top_name = top.text("name")
     description = top.text("description")
     defaults = PhaseSpec(
@@ -135,7 +160,8 @@ def parse_agent_spec(
         phases_data = []
     phases: list[PhaseSpec] = []
     seen: set[str] = set()
-    _importable_from(Path.cwd(), Path(base_dir) if base_dir else None)
+    directory = Path(base_dir) if base_dir else None
+    _importable_from(Path.cwd(), directory)
     for number, entry in enumerate(phases_data, start=1):
         where = f"{source}: phase {number}"
         if not isinstance(entry, Mapping):
@@ -143,7 +169,7 @@ def parse_agent_spec(
             continue
         if isinstance(entry.get("name"), str) and entry["name"].strip():
             where = f"{where} ({entry['name']!r})"
-        phase = _phase(entry, number, where, defaults, problems)
+        phase = _phase(entry, number, where, defaults, problems, directory)
         if phase.name in seen:
             problems.append(f"{where}: another phase is already named {phase.name!r}")
         seen.add(phase.name)
@@ -154,10 +180,15 @@ def parse_agent_spec(
 
 
 def _phase(
-    entry: Mapping[str, Any], number: int, where: str, defaults: PhaseSpec, problems: list[str]
+    entry: Mapping[str, Any],
+    number: int,
+    where: str,
+    defaults: PhaseSpec,
+    problems: list[str],
+    base_dir: Path | None,
 ) -> PhaseSpec:
-    _unknown_keys(entry, PHASE_KEYS, where, problems)
-    read = _Reader(entry, where, problems)
+    _check_keys(entry, PHASE_KEYS, PHASE_ALIASES, _PHASE_HINTS, where, problems)
+    read = _Reader(entry, where, problems, PHASE_ALIASES)
     name = read.text("name") or f"phase{number}"
     instructions = read.text("instructions") or ""
     mode = read.mode("mode")
@@ -171,7 +202,8 @@ def _phase(
             )
         mode = implied
     paths = read.text_list("tools")
-    tools = tuple(t for t in (_import_tool(p, where, problems) for p in paths) if t is not None)
+    resolved = (_resolve_tool(p, where, problems, base_dir) for p in paths)
+    tools = tuple(t for t in resolved if t is not None)
     names = [t.name for t in tools]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{where}: two tools are named {dup!r}")
@@ -188,12 +220,29 @@ def _phase(
 
 
 class _Reader:
-    """Typed reads of one table's keys; each wrong value becomes one problem line."""
+    """Typed reads of one table's keys; each wrong value becomes one problem line.
 
-    def __init__(self, data: Mapping[str, Any], where: str, problems: list[str]) -> None:
+    A key is read under its alias (seed 002's name) when only the alias is given, and wrong
+    values are reported under the name the file used.
+    """
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        where: str,
+        problems: list[str],
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
         self.data = data
         self.where = where
         self.problems = problems
+        self.alias_of = {key: alias for alias, key in (aliases or {}).items()}
+
+    def _key(self, key: str) -> str:
+        alias = self.alias_of.get(key)
+        if alias is not None and key not in self.data and alias in self.data:
+            return alias
+        return key
 
     def _bad(self, key: str, expected: str) -> None:
         value = self.data[key]
@@ -202,6 +251,7 @@ class _Reader:
         )
 
     def text(self, key: str) -> str | None:
+        key = self._key(key)
         value = self.data.get(key)
         if value is None:
             return None
@@ -211,6 +261,7 @@ class _Reader:
         return value
 
     def flag(self, key: str) -> bool | None:
+        key = self._key(key)
         value = self.data.get(key)
         if value is None or isinstance(value, bool):
             return value
@@ -218,6 +269,7 @@ class _Reader:
         return None
 
     def count(self, key: str) -> int | None:
+        key = self._key(key)
         value = self.data.get(key)
         if value is None:
             return None
@@ -247,38 +299,120 @@ class _Reader:
             return None
 
     def text_list(self, key: str) -> list[str]:
+        key = self._key(key)
         value = self.data.get(key)
         if value is None:
             return []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self._bad(key, "a list of 'module:function' strings")
+            self._bad(key, "a list of tool names (built-in names or 'module:function' paths)")
             return []
         return list(value)
 
 
-def _unknown_keys(
-    data: Mapping[str, Any], allowed: tuple[str, ...], where: str, problems: list[str]
+def _check_keys(
+    data: Mapping[str, Any],
+    allowed: tuple[str, ...],
+    aliases: Mapping[str, str],
+    hints: Mapping[str, str],
+    where: str,
+    problems: list[str],
 ) -> None:
+    """One problem per unknown key, and per key given both under its name and its alias."""
+    also = "".join(f" (and seed 002's {a!r} for {k!r})" for a, k in aliases.items())
     for key in data:
         if key in allowed:
             continue
-        hint = _HINTS.get(str(key))
+        if key in aliases:
+            if aliases[key] in data:
+                problems.append(
+                    f"{where}: {key!r} is seed 002's name for {aliases[key]!r}, and both are "
+                    "given; keep one of them"
+                )
+            continue
+        hint = hints.get(str(key))
         if hint is None:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+            close = difflib.get_close_matches(str(key), [*allowed, *aliases], n=1)
             hint = f"did you mean {close[0]!r}?" if close else None
         problems.append(
             f"{where}: unknown key {key!r}"
             + (f" ({hint})" if hint else "")
-            + f"; allowed: {', '.join(allowed)}"
+            + f"; allowed: {', '.join(allowed)}{also}"
         )
+
+
+def _resolve_tool(path: str, where: str, problems: list[str], base_dir: Path | None) -> Tool | None:
+    """A ``module:function`` path, or the bare name of a built-in demo tool."""
+    name = path.strip()
+    if ":" in path or not name.isidentifier():
+        return _import_tool(path, where, problems)
+    builtins = _builtin_tools()
+    if name in builtins:
+        return builtins[name]
+    found = _modules_defining(name, Path.cwd(), base_dir)
+    if found:
+        example = " or ".join(repr(f"{module}:{name}") for module, _ in found)
+        example += f" ({', '.join(file for _, file in found)} defines it)"
+    else:
+        example = repr(f"my_tools:{name}")
+    close = difflib.get_close_matches(name, builtins, n=1)
+    problems.append(
+        f"{where}: tool {path!r} is not a built-in tool (the built-ins are "
+        f"{', '.join(repr(b) for b in builtins)}); give a function of your own as an import "
+        f"path 'module:function', e.g. {example}"
+        + (f"; did you mean the built-in {close[0]!r}?" if close else "")
+    )
+    return None
+
+
+def _builtin_tools() -> dict[str, Tool]:
+    """The chat's demo tools by name (imported late: the chat package is large)."""
+    from toolshim.chat.builtin import builtin_tools
+
+    return {tool.name: tool for tool in builtin_tools()}
+
+
+def _modules_defining(name: str, *directories: Path | None) -> list[tuple[str, str]]:
+    """``(module, file)`` for the ``.py`` files in ``directories`` that define ``name`` at their
+    top level: read as text, never imported (importing runs the file)."""
+    pattern = re.compile(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", re.MULTILINE)
+    found: list[tuple[str, str]] = []
+    seen: set[Path] = set()
+    for directory in directories:
+        if directory is None:
+            continue
+        try:
+            files = sorted(directory.glob("*.py"))[:_SOURCE_SCAN_LIMIT]
+        except OSError:
+            continue
+        for file in files:
+            try:
+                real = file.resolve()
+                if real in seen or not file.stem.isidentifier():
+                    continue
+                seen.add(real)
+                if file.stat().st_size > _SOURCE_SIZE_LIMIT:
+                    continue
+                text = file.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                found.append((file.stem, file.name))
+    return found
 
 
 def _import_tool(path: str, where: str, problems: list[str]) -> Tool | None:
     module_name, colon, attribute = path.partition(":")
     if not colon or not module_name.strip() or not attribute.strip():
+        dotted = path.strip().rpartition(".")
+        hint = (
+            f"; did you mean {f'{dotted[0]}:{dotted[2]}'!r}?"
+            if not colon and dotted[0] and dotted[2]
+            else ""
+        )
         problems.append(
             f"{where}: tool {path!r} must be an import path 'module:function' "
-            "(e.g. 'my_tools:get_weather')"
+            "(e.g. 'my_tools:get_weather') or the name of a built-in tool "
+            f"({', '.join(repr(b) for b in _builtin_tools())}){hint}"
         )
         return None
     try:

@@ -1,4 +1,10 @@
-"""Running an agent file: its phases in order, each phase's final answer the next one's input."""
+"""Running an agent file: its phases in order, each phase's final answer the next one's input.
+
+A phase that answers with nothing (an empty or blank final answer) stops the run with an
+:class:`~toolshim.errors.AgentLimitError` (``reason="empty_output"``) naming it, instead of
+sending the next phase an empty user message, which some providers reject (seed 002: "skip
+empty messages"). When it is the last phase, the run's output is empty, with a warning.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from toolshim.agent.events import AgentEvent
 from toolshim.agent.loop import Agent
 from toolshim.agent.result import AgentResult, jsonable, usage_dict
 from toolshim.engine.engine import Engine
+from toolshim.errors import AgentLimitError
 from toolshim.types import Mode, Usage
 
 __all__ = ["PhaseResult", "RunResult", "arun_agent_file", "input_text"]
@@ -57,7 +64,9 @@ class RunResult:
 
     @property
     def output(self) -> str:
-        return self.phases[-1].result.output if self.phases else ""
+        """The last phase's answer ("" when it is blank)."""
+        text = self.phases[-1].result.output if self.phases else ""
+        return text if text.strip() else ""
 
     @property
     def usage(self) -> Usage:
@@ -68,7 +77,10 @@ class RunResult:
 
     @property
     def warnings(self) -> list[str]:
-        return [f"phase {p.name!r}: {w}" for p in self.phases for w in p.result.warnings]
+        out = [f"phase {p.name!r}: {w}" for p in self.phases for w in p.result.warnings]
+        if self.phases and not self.output:
+            out.append(f"phase {self.phases[-1].name!r} answered with nothing: the result is empty")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,4 +145,18 @@ async def arun_agent_file(
             )
         )
         text = result.output
+        if number < len(spec.phases) and not text.strip():
+            raise AgentLimitError(
+                _empty_message(spec, number, result), reason="empty_output", result=run
+            )
     return run
+
+
+def _empty_message(spec: AgentFile, number: int, result: AgentResult) -> str:
+    phase, following = spec.phases[number - 1], spec.phases[number]
+    why = f", stopped: {result.stopped}" if result.stopped else ""
+    return (
+        f"phase {phase.name!r} ({number} of {len(spec.phases)}) answered with nothing "
+        f"({len(result.turns)} turn(s){why}), so phase {following.name!r} has no input; the run "
+        "stops here rather than send an empty message (some providers reject those)"
+    )

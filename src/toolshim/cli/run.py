@@ -50,10 +50,15 @@ EPILOG = (
     "    \\[\\[phases]]\n"
     '    name = "research"\n'
     '    instructions = "Find the weather for the city the user names."\n'
-    '    tools = \\["weather_tools:get_weather"]   # module:function paths\n'
-    '    mode = "force"                          # or use_native_tools = false\n'
+    '    tools = \\["weather_tools:get_weather", "calculate"]  # module:function, built-in\n'
+    '    mode = "force"                                      # or use_native_tools = false\n'
     "    max_turns = 6\n\n"
-    "Phase keys: name, instructions, tools, model, mode, use_native_tools, dialect, max_turns. "
+    "Top-level keys: phases, name, description, and model, mode, dialect, max_turns as defaults "
+    "for the phases. Phase keys: name, instructions, tools, model, mode, use_native_tools, "
+    "dialect, max_turns. A tool is a 'module:function' import path or a built-in tool's name "
+    "(calculate, convert_units, current_time). Seed 002's cascade files load as they are: "
+    "'cascade_id' is read as 'name' and 'tackle' as 'tools'. A phase that answers with nothing "
+    "fails the run, since the next phase would get an empty message. "
     "Exit codes: 0 done, 1 the model or upstream failed, 2 a problem with the file or flags."
 )
 

@@ -2,7 +2,8 @@
 
 This is where the shapes of every dialect meet: ``{"name", "arguments"}``, ``{"tool", "args"}``,
 OpenAI's ``{"type": "function", "function": {...}}``, ``{"tool_calls": [...]}``, compact's flat
-``{"tool": "get_weather", "city": "Paris"}`` and ``{"tool": "none"}``, Python-style calls
+``{"tool": "get_weather", "city": "Paris"}`` and ``{"tool": "none"}``, seed 003's multi-tool
+``{"tools": ["getWeather", "getLocation"]}``, Python-style calls
 ``[get_weather(city="Paris"), get_time()]``. Names are matched to the offered tools despite
 ``functions.`` prefixes and case drift; keys are matched regardless of case and spacing.
 """
@@ -20,6 +21,7 @@ from toolshim.dialects.calls import NOT_A_CALL, Interpretation, ParsedCall, Tool
 __all__ = [
     "ARG_KEYS",
     "NAME_KEYS",
+    "NAME_LIST_KEYS",
     "NOT_A_CALL",
     "Interpretation",
     "ParsedCall",
@@ -37,6 +39,16 @@ RESERVED_KEYS = frozenset(
     {*NAME_KEYS, *ARG_KEYS, *ENVELOPE_KEYS, *IGNORED_FLAT_KEYS, "function_call"}
 )
 """Keys a flat call object cannot carry as arguments (they would be read as something else)."""
+
+NAME_LIST_KEYS = (
+    *NAME_KEYS,
+    *ENVELOPE_KEYS,
+    "functions",
+    "names",
+    "tool_names",
+    "function_names",
+)
+"""Keys that may hold a list of bare tool names: ``{"tools": ["getWeather", "getLocation"]}``."""
 
 _DECLINE_NAMES = frozenset({"none", "null", "no_tool", "no tool", "nothing", ""})
 _CALL_ONLY_KEYS = ("tool", "tool_name", "toolname")
@@ -89,6 +101,9 @@ def interpret_value(
         return interpret_value(
             obj["function_call"], index, raw, repaired, budget=budget, depth=deeper
         )
+    listed = _name_list(obj, index, raw, repaired)
+    if listed.is_call:
+        return listed
 
     present = [k for k in NAME_KEYS if k in obj]
     name_key = next(
@@ -135,6 +150,30 @@ def interpret_value(
         # {"tool": "x", ...} is only ever a call; {"name": "Ada", "age": 3} is data.
         return Interpretation((ParsedCall(name, flat, raw, None, repaired),))
     return NOT_A_CALL
+
+
+def _name_list(obj: dict[str, Any], index: ToolIndex, raw: str, repaired: bool) -> Interpretation:
+    """Seed 003's multi-tool syntax: an object whose only key (bookkeeping aside) holds a list
+    of bare tool names, ``{"tools": ["getWeather", "getLocation"]}``: one call without
+    arguments per name, in order.
+
+    Data must stay data (``{"tools": ["hammer", "saw"]}``), so every item must be a name-shaped
+    string and at least half of them offered tools; the others come back as calls with their
+    unknown names, for the re-ask.
+    """
+    keys = [k for k in obj if k not in IGNORED_FLAT_KEYS]
+    if len(keys) != 1 or keys[0] not in NAME_LIST_KEYS:
+        return NOT_A_CALL
+    items = obj[keys[0]]
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        return NOT_A_CALL
+    names = [index.canonical(item) for item in items]
+    if any(_NAME_CHARS.fullmatch(name) is None for name in names):
+        return NOT_A_CALL
+    known = sum(index.resolve(item) is not None for item in items)
+    if known == 0 or 2 * known < len(items):
+        return NOT_A_CALL
+    return Interpretation(tuple(ParsedCall(name, {}, raw, None, repaired) for name in names))
 
 
 def match_keys(arguments: dict[str, Any], index: ToolIndex, tool: str) -> dict[str, Any]:

@@ -16,13 +16,18 @@
     └── AgentLimitError              an agent run hit a safeguard and raise_on_limit was set
 
 Every error knows its HTTP status and OpenAI error ``type``/``code`` so that the proxy maps
-failures in exactly one place (:func:`error_body`).
+failures in exactly one place (:func:`error_body`). An error that ends a turn the engine had
+started carries that turn's ``toolshim`` metadata in ``meta`` (the proxy sends it beside
+``error``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolshim.types import Metadata
 
 __all__ = [
     "AgentLimitError",
@@ -49,6 +54,9 @@ class ToolshimError(Exception):
     error_type: str = "toolshim_error"
     code: str | None = None
     param: str | None = None
+    meta: Metadata | None = None
+    """The ``toolshim`` metadata of the turn that failed (set by the engine once a turn had
+    started: its mode, LLM calls and re-asks so far); None for errors raised before that."""
 
     @property
     def message(self) -> str:

@@ -304,6 +304,9 @@ class ToolCallDelta:
     id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    extra: Mapping[str, Any] = EMPTY
+    """The delta's other fields (Gemini's ``extra_content`` with its ``thought_signature``), for
+    in-process readers such as the agent; ``chunk_to_dict`` does not write them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,3 +323,6 @@ class StreamChunk:
     choice_index: int = 0
     legacy: bool = False
     """Written in the legacy ``delta.function_call`` shape (first call only)."""
+    extra: Mapping[str, Any] = EMPTY
+    """The other fields of a native chunk's delta (``reasoning_content``, ``reasoning_details``
+    …), read from ``raw``; never written (``raw`` is)."""

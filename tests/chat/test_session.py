@@ -251,3 +251,17 @@ async def test_commands(line: str, expected: str) -> None:
     session = session_for(FakeUpstream(), terminal)
     await session.run("llama3.2")
     assert expected in terminal.output
+
+
+async def test_a_swap_leaves_the_last_providers_own_fields_behind() -> None:
+    signed = {**call("calculate", {"expression": "6*7"}), "extra_content": {"google": {"s": "x"}}}
+    upstream = FakeUpstream([Reply("", [signed]), "42.", "Still 42."])
+    terminal = ScriptedTerminal(["what is 6*7?", "/model use qwen2.5:7b", "sure?"])
+    session = session_for(upstream, terminal)
+    await session.run("llama3.2")
+    second_turn = upstream.history[1]["messages"]
+    assert any("extra_content" in c for m in second_turn for c in m.get("tool_calls") or [])
+    after_swap = upstream.history[-1]
+    assert after_swap["model"] == "qwen2.5:7b" and after_swap.get("tools")
+    assert "extra_content" not in json.dumps(after_swap["messages"])
+    assert "6*7" in json.dumps(after_swap["messages"])  # the conversation itself is kept

@@ -157,10 +157,13 @@ async def test_declining_without_an_answer_costs_one_more_call() -> None:
     assert "get_weather" not in json.dumps(upstream.history[1]["messages"])
 
 
-async def test_tool_choice_none_sends_no_instructions_and_parses_nothing() -> None:
-    engine, upstream = force(CALL_TEXT)
+async def test_tool_choice_none_sends_no_instructions_and_returns_no_call() -> None:
+    engine, upstream = force(CALL_TEXT, ANSWER)
     completion = await engine.acomplete(request(tool_choice="none"))
-    assert completion.message.content == CALL_TEXT
+    # The call's JSON is neither a call nor the answer: the model is asked again, without tools
+    # (tests/engine/test_audit_gaps.py covers the rest).
+    assert completion.message.tool_calls == ()
+    assert completion.message.content == ANSWER
     assert upstream.history[0]["messages"] == [
         {"role": "user", "content": "What is the weather in Paris?"}
     ]

@@ -43,9 +43,8 @@ from toolshim.dialects import get_dialect
 from toolshim.engine.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import AgentLimitError, ConfigError, UpstreamError
-from toolshim.types import Message, Mode, ToolCall
+from toolshim.types import Mode
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai import message_to_dict
 
 __all__ = ["Agent"]
 
@@ -221,10 +220,10 @@ class Agent:
             if not calls:
                 if not reply.text.strip():
                     state.warn(f"the model's final answer (turn {turn}) is empty")
-                state.finish(reply.text)
+                state.finish(reply.text, reply.extra)
                 yield TurnFinished(turn, state.close_reply(reply, turn, started))
                 break
-            state.messages.append(_assistant(reply.text, calls))
+            state.messages.append(reply.message(calls))
             planned = plan_calls(calls, self.toolbox, state.ledger)
             stop = self._token_stop(state, reply, turn) or self._safeguard(state, planned)
             if stop is not None:
@@ -353,10 +352,6 @@ class Agent:
             )
             return Stop("tool_call_budget", limit_answer(reason, state.latest_runs()), reason)
         return None
-
-
-def _assistant(text: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
-    return message_to_dict(Message("assistant", text or None, tool_calls=tuple(calls)))
 
 
 def _at_least(name: str, value: int, minimum: int) -> None:

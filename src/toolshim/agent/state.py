@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolshim.agent.guards import CallLedger, PlannedCall
 from toolshim.agent.result import AgentResult, StopReason, ToolRun, TurnRecord
-from toolshim.types import Completion, Metadata, StreamChunk, ToolCall, Usage
+from toolshim.types import EMPTY, Completion, Message, Metadata, StreamChunk, ToolCall, Usage
+from toolshim.wire.messages import message_to_dict
+from toolshim.wire.responses import merge_delta_fields
 
 __all__ = ["Reply", "RunState", "Stop"]
+
+_NOT_SENT_BACK = frozenset(
+    {
+        *("role", "content", "tool_calls", "tool_call_id", "name"),  # written by the loop
+        *("function_call", "refusal", "annotations", "audio"),  # answers, not history
+    }
+)
+"""Message fields that are not sent back as they came."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +88,10 @@ class RunState:
         last = max(r.turn for r in self.tool_runs)
         return [r for r in self.tool_runs if r.turn == last]
 
-    def finish(self, text: str) -> None:
+    def finish(self, text: str, extra: Mapping[str, Any] = EMPTY) -> None:
+        """End with ``text``; ``extra`` is what the provider put on that message, sent back too."""
         self.output = text
-        self.messages.append({"role": "assistant", "content": text})
+        self.messages.append({"role": "assistant", "content": text, **extra})
 
     def stop(self, stop: Stop) -> None:
         self.stopped = stop.reason
@@ -101,7 +112,12 @@ class RunState:
 
 
 class Reply:
-    """One model reply, from a completion or accumulated from stream chunks."""
+    """One model reply, from a completion or accumulated from stream chunks.
+
+    What the provider put on the message besides text and calls (``reasoning_details``,
+    ``reasoning_content``), and on each call (Gemini's ``extra_content`` thought signature), is
+    kept to be sent back in the history: providers reject a next request that lacks it.
+    """
 
     def __init__(self) -> None:
         self.text = ""
@@ -109,6 +125,8 @@ class Reply:
         self.usage: Usage | None = None
         self.meta: Metadata | None = None
         self._calls: dict[int, list[str]] = {}
+        self._call_extra: dict[int, dict[str, Any]] = {}
+        self._extra: dict[str, Any] = {}
         self._whole: tuple[ToolCall, ...] | None = None
 
     def take(self, completion: Completion) -> None:
@@ -117,6 +135,8 @@ class Reply:
         self.usage = completion.usage
         self.meta = completion.meta
         self._whole = completion.tool_calls
+        if completion.choices:
+            self._extra = dict(completion.message.extra)
 
     def add(self, chunk: StreamChunk) -> str | None:
         """Take one chunk; return its new text, if any."""
@@ -127,6 +147,7 @@ class Reply:
         if chunk.choice_index != 0:
             return None
         self.finish_reason = chunk.finish_reason or self.finish_reason
+        merge_delta_fields(self._extra, chunk.extra, join_text=True)
         for delta in chunk.tool_calls:
             entry = self._calls.setdefault(delta.index, ["", "", ""])
             if delta.id and not entry[0]:
@@ -135,6 +156,7 @@ class Reply:
                 entry[1] += delta.name
             if delta.arguments:
                 entry[2] += delta.arguments
+            merge_delta_fields(self._call_extra.setdefault(delta.index, {}), delta.extra)
         if chunk.content:
             self.text += chunk.content
             return chunk.content
@@ -144,9 +166,25 @@ class Reply:
         if self._whole is not None:
             return self._whole
         return tuple(
-            ToolCall(id or f"call_{turn}_{index}", name, arguments or "{}")
+            ToolCall(
+                id or f"call_{turn}_{index}",
+                name,
+                arguments or "{}",
+                extra=self._call_extra.get(index) or EMPTY,
+            )
             for index, (id, name, arguments) in sorted(self._calls.items())
         )
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The message's own fields to send back (not nulls, refusals or output-only ones)."""
+        return {k: v for k, v in self._extra.items() if v is not None and k not in _NOT_SENT_BACK}
+
+    def message(self, calls: Sequence[ToolCall]) -> dict[str, Any]:
+        """This reply, making ``calls``, as the assistant message of the history: with all the
+        provider put on it and on each call, to be sent back."""
+        message = Message("assistant", self.text or None, tool_calls=tuple(calls), extra=self.extra)
+        return message_to_dict(message)
 
     def record(self, turn: int, started: float) -> TurnRecord:
         return TurnRecord(

@@ -227,6 +227,10 @@ class ChatSession:
                 model, self.settings.prompt_timeout, self.settings.probe_timeout
             )
         previous, self.model = self.model, model
+        if previous is not None and previous != model:
+            # What one provider attached for itself (thought signatures, reasoning) is not
+            # for the next one; strict APIs reject fields they do not know.
+            self.messages = [_portable(m) for m in self.messages]
         status = self.status(model)
         self.render.model_status(lead, model, status)
         self.transcript.event(
@@ -338,3 +342,18 @@ class ChatSession:
 def _routine(warning: str) -> bool:
     """Warnings the footer or the learning question already cover."""
     return warning == "tool calls emulated" or warning.startswith("upstream rejected tools")
+
+
+_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+_CALL_KEYS = ("id", "type", "function")
+
+
+def _portable(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with only the fields of the OpenAI message format, for another model."""
+    kept = {k: v for k, v in message.items() if k in _MESSAGE_KEYS}
+    if isinstance(kept.get("tool_calls"), list):
+        kept["tool_calls"] = [
+            {k: v for k, v in call.items() if k in _CALL_KEYS} if isinstance(call, dict) else call
+            for call in kept["tool_calls"]
+        ]
+    return kept

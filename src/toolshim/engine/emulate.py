@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.history import rewrite_history
+from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.validate import Verdict, reask_message, validate_calls
 from toolshim.errors import ToolCallError
@@ -111,10 +113,15 @@ async def emulate(turn: Turn) -> Completion:
     """Serve the turn by emulation (the caller decided that native tools are not used)."""
     turn.mark_emulated()
     if not turn.request.wants_tools:
-        return await turn.call(emulation_body(turn))
+        return await answer_without_calls(turn, partial(emulation_body, turn))
     if turn.strategy.value == "decision":
         return await _decision(turn)
     return await _single(turn)
+
+
+async def _answer_without_tools(turn: Turn) -> Completion:
+    """The answer asked for without tool instructions (no call JSON is returned as it)."""
+    return await answer_without_calls(turn, partial(emulation_body, turn, instructions=False))
 
 
 async def _single(turn: Turn) -> Completion:
@@ -126,10 +133,10 @@ async def _single(turn: Turn) -> Completion:
             answered = not result.tool_calls
             if answered and turn.caller_format is not None:
                 turn.warn(FORMAT_WARNING)
-                return await turn.call(emulation_body(turn, instructions=False))
+                return await _answer_without_tools(turn)
             if answered and parsed is not None and parsed.declined and not parsed.text.strip():
                 # The model declined without answering: ask for the answer without tools.
-                return await turn.call(emulation_body(turn, instructions=False))
+                return await _answer_without_tools(turn)
             return result
         if completion.finish_reason == "length":
             return cut_off(turn, completion, problems, parsed)
@@ -223,7 +230,7 @@ async def _give_up(
     turn.warn(
         f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: {summary}"
     )
-    return await turn.call(emulation_body(turn, instructions=False))
+    return await _answer_without_tools(turn)
 
 
 async def _decision(turn: Turn) -> Completion:
@@ -235,7 +242,7 @@ async def _decision(turn: Turn) -> Completion:
             return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")
         if verdict.ok:
             # Decision "no tools" (explicit, or no call found): the final request without tools.
-            return await turn.call(emulation_body(turn, instructions=False))
+            return await _answer_without_tools(turn)
         if completion.finish_reason == "length":
             return cut_off(turn, completion, verdict.problems, parsed)
         if turn.reasks >= turn.max_reasks:
@@ -244,7 +251,7 @@ async def _decision(turn: Turn) -> Completion:
                     f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: "
                     + "; ".join(verdict.problems)
                 )
-                return await turn.call(emulation_body(turn, instructions=False))
+                return await _answer_without_tools(turn)
             raise give_up_error(turn, verdict.problems)
         turn.reasks += 1
         extra += _reask(turn, completion.message.text, verdict.problems)

@@ -32,8 +32,8 @@ from toolshim.engine.emulate import emulate, emulation_body
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import EngineOptions
-from toolshim.engine.turn import Turn
-from toolshim.errors import ConfigError, UpstreamError
+from toolshim.engine.turn import Turn, with_meta
+from toolshim.errors import ConfigError, ToolshimError, UpstreamError
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
@@ -122,10 +122,15 @@ class Engine:
     ) -> Completion:
         """Serve one request; the completion carries the ``toolshim`` metadata in ``meta``."""
         turn = self.turn(request, headers=headers, **overrides)
-        completion = await self._serve(turn)
+        try:
+            completion = await self._serve(turn)
+        except ToolshimError as exc:
+            with_meta(exc, turn)
+            raise
         legacy = turn.request.legacy_functions
         if legacy and len(completion.tool_calls) > 1:
             turn.warn(dropped_calls_warning(len(completion.tool_calls)))
+        turn.warn_repeats((c.name, c.arguments) for c in completion.tool_calls)
         return replace(
             completion, usage=turn.usage or completion.usage, meta=turn.meta(), legacy=legacy
         )

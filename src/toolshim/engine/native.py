@@ -8,7 +8,9 @@ One decision, used by the non-streaming engine and by the held and relayed strea
   its schema, ``tool_choice``) goes to emulation, except in ``off``;
 * a reply with more calls than ``parallel_tool_calls: false`` (or a named function) allows
   keeps the first ones, with a warning;
-* in ``fallback``, a reply without calls to a request that offers tools goes to emulation.
+* in ``fallback``, a reply without calls to a request that offers tools goes to emulation;
+* under ``tool_choice: "none"``, a call written as text is cut out of the answer, and a reply
+  that is nothing but such a call goes to emulation (which asks again without tools).
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check, tool_call_message
+from toolshim.engine.nocalls import leak, stripped_warning
 from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.types import Completion, Message, Mode
 
-__all__ = ["native_calls", "native_verdict", "rescue", "settle_native"]
+__all__ = ["WROTE_A_CALL", "native_calls", "native_verdict", "rescue", "settle_native"]
+
+WROTE_A_CALL = "native reply rejected: its text is a tool call although tool_choice is 'none'"
 
 
 def native_calls(message: Message) -> list[ParsedCall]:
@@ -88,6 +93,16 @@ def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> C
     if verdict.problems:
         turn.warn("native reply rejected: " + "; ".join(verdict.problems))
         return None
+    if rescue_text and turn.request.choice.kind == "none" and not message.tool_calls:
+        parsed = leak(turn, message.text)
+        if parsed is not None:
+            prose = parsed.text.strip()
+            if not prose:
+                turn.warn(WROTE_A_CALL)
+                return None
+            turn.warn(stripped_warning(turn))
+            answer = Message("assistant", prose, extra=message.extra)
+            return _with_message(completion, answer, completion.finish_reason)
     if turn.mode is Mode.FALLBACK and not message.tool_calls and turn.request.wants_tools:
         return None
     if len(verdict.calls) < len(message.tool_calls):

@@ -19,7 +19,8 @@ from typing import Any
 from toolshim.dialects.extract import ReplyParser
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check
-from toolshim.engine.native import settle_native
+from toolshim.engine.native import WROTE_A_CALL, settle_native
+from toolshim.engine.nocalls import stripped_warning, writes_a_call
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     TextGate,
@@ -33,6 +34,7 @@ from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.errors import UpstreamError
 from toolshim.types import Completion, StreamChunk, ToolCallDelta
 from toolshim.wire.openai import chunk_from_dict, completion_from_dict
+from toolshim.wire.responses import merge_delta_fields
 
 __all__ = ["held", "relay"]
 
@@ -48,6 +50,7 @@ async def relay(
     gate = TextGate()
     calls: list[ParsedCall] = []
     native: list[dict[str, Any]] = []
+    declined = False
     finish: str | None = None
     async for data in open_stream(turn, body, learn):
         rest, content, deltas, choice_finish = _split_first_choice(data)
@@ -66,7 +69,9 @@ async def relay(
                 gate.emitted += content
                 yield StreamChunk(content=content)
             else:
-                for text in texts(parser.feed(content), calls, gate):
+                segments = parser.feed(content)
+                declined |= any(s.declined for s in segments)
+                for text in texts(segments, calls, gate):
                     yield StreamChunk(content=text)
     if native:
         message_calls = _assemble(native)
@@ -78,10 +83,21 @@ async def relay(
             yield chunk
         finish = settled.finish_reason or "tool_calls"
     else:
-        for text in texts(parser.finish(), calls, gate):
+        segments = parser.finish()
+        declined |= any(s.declined for s in segments)
+        for text in texts(segments, calls, gate):
             yield StreamChunk(content=text)
         verdict = check(turn, calls, finish, native=True)
-        if calls and verdict.ok:
+        if turn.request.choice.kind == "none" and writes_a_call(turn, calls, declined):
+            # A call written as text although none may be made: cut out of the answer.
+            if not (gate.emitted + gate.after_call).strip():
+                turn.warn(WROTE_A_CALL)
+                raise NeedsEmulation
+            turn.warn(stripped_warning(turn))
+            prose = gate.flush(gate.after_call).rstrip()
+            if prose:
+                yield StreamChunk(content=prose)
+        elif calls and verdict.ok:
             turn.warn(RESCUED_WARNING)
             for chunk in call_chunks(verdict.calls):
                 yield chunk
@@ -158,18 +174,24 @@ def _assemble(deltas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     calls: dict[int, dict[str, Any]] = {}
     for position, delta in enumerate(deltas):
         index = delta.get("index", position) if isinstance(delta, dict) else position
-        entry = calls.setdefault(int(index or 0), {"id": None, "name": "", "arguments": ""})
+        entry = calls.setdefault(
+            int(index or 0), {"id": None, "name": "", "arguments": "", "extra": {}}
+        )
         function = delta.get("function") or {}
         entry["id"] = delta.get("id") or entry["id"]
         entry["name"] += function.get("name") or ""
         arguments = function.get("arguments")
         if arguments is not None:
             entry["arguments"] += arguments if isinstance(arguments, str) else str(arguments)
+        # other fields (Gemini's extra_content.google.thought_signature) go back with the call
+        other = {k: v for k, v in delta.items() if k not in ("index", "id", "type", "function")}
+        merge_delta_fields(entry["extra"], other)
     return [
         {
             "id": c["id"],
             "type": "function",
             "function": {"name": c["name"], "arguments": c["arguments"]},
+            **c["extra"],
         }
         for _, c in sorted(calls.items())
     ]
@@ -202,7 +224,11 @@ def _calls_as_chunks(completion: Completion) -> list[StreamChunk]:
     out = []
     for i, call in enumerate(completion.tool_calls):
         out.append(
-            StreamChunk(tool_calls=(ToolCallDelta(i, id=call.id, name=call.name, arguments=""),))
+            StreamChunk(
+                tool_calls=(
+                    ToolCallDelta(i, id=call.id, name=call.name, arguments="", extra=call.extra),
+                )
+            )
         )
         if call.arguments:
             out.append(StreamChunk(tool_calls=(ToolCallDelta(i, arguments=call.arguments),)))

@@ -28,6 +28,7 @@ from toolshim.engine.emulate import (
     give_up_error,
     judge,
 )
+from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     Rejected,
@@ -39,8 +40,9 @@ from toolshim.engine.stream_parts import (
     texts,
     usage_chunks,
 )
-from toolshim.engine.turn import Turn
+from toolshim.engine.turn import Turn, with_meta
 from toolshim.engine.validate import reask_message
+from toolshim.errors import ToolshimError
 from toolshim.types import Message, Mode, StreamChunk
 from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import request_to_body
@@ -55,26 +57,34 @@ STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 
 async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
     """The chunks of one streamed turn: one role chunk first, the metadata on the last (and,
-    for a legacy ``functions`` request, each chunk marked to be written in that shape)."""
+    for a legacy ``functions`` request, each chunk marked to be written in that shape). An
+    error raised on the way carries the turn's metadata."""
     legacy = turn.request.legacy_functions
-    chunks = _one_role(_route(engine, turn))
-    if legacy:
-        chunks = _count_legacy_calls(turn, chunks)
-    async for chunk in _with_meta(turn, chunks):
-        yield replace(chunk, legacy=True) if legacy else chunk
+    chunks = _watch_calls(turn, _one_role(_route(engine, turn)))
+    try:
+        async for chunk in _with_meta(turn, chunks):
+            yield replace(chunk, legacy=True) if legacy else chunk
+    except ToolshimError as exc:
+        with_meta(exc, turn)
+        raise
 
 
-async def _count_legacy_calls(
+async def _watch_calls(
     turn: Turn, chunks: AsyncIterator[StreamChunk]
 ) -> AsyncIterator[StreamChunk]:
-    """Warn when a reply has more calls than the one-call legacy answer holds."""
-    indices: set[int] = set()
+    """Put the first choice's calls together as they pass, to warn at the end about a call
+    that repeats one already answered, and about calls a legacy answer cannot hold."""
+    calls: dict[int, list[str]] = {}
     async for chunk in chunks:
         if chunk.choice_index == 0:
-            indices.update(d.index for d in chunk.tool_calls)
+            for delta in chunk.tool_calls:
+                name_args = calls.setdefault(delta.index, ["", ""])
+                name_args[0] += delta.name or ""
+                name_args[1] += delta.arguments or ""
         yield chunk
-    if len(indices) > 1:
-        turn.warn(dropped_calls_warning(len(indices)))
+    if turn.request.legacy_functions and len(calls) > 1:
+        turn.warn(dropped_calls_warning(len(calls)))
+    turn.warn_repeats((name, arguments) for name, arguments in calls.values())
 
 
 async def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
@@ -143,7 +153,8 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     yield StreamChunk(role="assistant")
     request = turn.request
     if not request.wants_tools:
-        async for chunk in _plain_text(turn, emulation_body(turn, stream=True)):
+        body = partial(emulation_body, turn, stream=True)
+        async for chunk in stream_without_calls(turn, body):
             yield chunk
         return
     if turn.strategy.value == "decision":
@@ -183,9 +194,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             # model only declined.
             if formatted:
                 turn.warn(FORMAT_WARNING)
-            async for chunk in _plain_text(
-                turn, emulation_body(turn, instructions=False, stream=True)
-            ):
+            async for chunk in _answer_without_tools(turn):
                 yield chunk
             return
         if verdict.ok:
@@ -204,9 +213,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                         f"no valid tool call after {turn.reasks} re-ask(s), answered without "
                         f"tools: {summary}"
                     )
-                    async for chunk in _plain_text(
-                        turn, emulation_body(turn, instructions=False, stream=True)
-                    ):
+                    async for chunk in _answer_without_tools(turn):
                         yield chunk
                     return
                 turn.warn(
@@ -257,9 +264,7 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
                     f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: "
                     + "; ".join(verdict.problems)
                 )
-            async for chunk in _plain_text(
-                turn, emulation_body(turn, instructions=False, stream=True)
-            ):
+            async for chunk in _answer_without_tools(turn):
                 yield chunk
             return
         if completion.finish_reason == "length":
@@ -279,15 +284,10 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
         extra += [Message("assistant", completion.message.text), Message("user", correction)]
 
 
-async def _plain_text(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
-    finish = None
-    async for chunk in first_choice(turn, body):
-        finish = chunk.finish_reason or finish
-        if chunk.content:
-            yield StreamChunk(content=chunk.content)
-    yield StreamChunk(finish_reason=finish or "stop")
-    async for chunk in usage_chunks(turn):
-        yield chunk
+def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:
+    """The answer asked for without tool instructions (no call JSON is returned as it)."""
+    body = partial(emulation_body, turn, instructions=False, stream=True)
+    return stream_without_calls(turn, body)
 
 
 async def _one_role(chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:

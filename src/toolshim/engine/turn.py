@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, Usage
 from toolshim.upstreams.base import Upstream
 from toolshim.wire.openai import completion_from_dict
 
-__all__ = ["Turn", "describe_body", "emulated_id"]
+__all__ = ["Turn", "call_key", "describe_body", "emulated_id", "with_meta"]
 
 log = logging.getLogger("toolshim.engine")
 
 EMULATED_WARNING = "tool calls emulated"
 RESCUED_WARNING = "tool calls recovered from content"
+
+
+def call_key(name: str, arguments: str) -> tuple[str, str]:
+    """A call as ``(name, arguments)`` with the arguments' JSON normalised (keys sorted,
+    spacing dropped), so that the same call written twice compares equal."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return name, arguments.strip()
+    return name, json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def emulated_id(index: int) -> str:
@@ -65,6 +78,37 @@ class Turn:
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    @cached_property
+    def answered_calls(self) -> frozenset[tuple[str, str]]:
+        """The history's calls whose result is already in it (an assistant ``tool_calls``
+        entry followed by the ``role=tool`` message that answers it), as :func:`call_key`."""
+        pending: dict[str, tuple[str, str]] = {}
+        answered: set[tuple[str, str]] = set()
+        for message in self.request.messages:
+            for tool_call in message.tool_calls:
+                pending[tool_call.id] = call_key(tool_call.name, tool_call.arguments)
+            if message.role == "tool" and message.tool_call_id in pending:
+                answered.add(pending[message.tool_call_id])
+        return frozenset(answered)
+
+    def warn_repeats(self, calls: Iterable[tuple[str, str]]) -> None:
+        """Warn about each ``(name, arguments JSON)`` call whose result is already in the
+        history. It is still returned: polling the same call is sometimes what is meant."""
+        made = list(calls)
+        if not made or not self.answered_calls:
+            return
+        for name, arguments in made:
+            key = call_key(name, arguments)
+            if key not in self.answered_calls:
+                continue
+            try:
+                shown = json.dumps(json.loads(key[1]), ensure_ascii=False)
+            except ValueError:
+                shown = key[1]
+            if len(shown) > 200:
+                shown = shown[:197] + "..."
+            self.warn(f"repeats {name}({shown}) whose result is already in the conversation")
 
     def mark_emulated(self) -> None:
         self.emulated = True
@@ -120,6 +164,13 @@ class Turn:
                 describe_body(body),
             )
         return self.upstream.stream(body, headers=self.headers)
+
+
+def with_meta(error: ToolshimError, turn: Turn) -> ToolshimError:
+    """``error`` with the metadata of the turn it ended (kept if it already has some)."""
+    if error.meta is None:
+        error.meta = turn.meta()
+    return error
 
 
 def describe_body(body: Mapping[str, Any]) -> str:

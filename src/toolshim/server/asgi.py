@@ -14,13 +14,18 @@ from starlette.types import Receive, Scope, Send
 
 from toolshim.errors import InvalidRequestError, ToolshimError, UpstreamError, error_body
 from toolshim.server.logs import REQUEST_ID
+from toolshim.types import Metadata
 
 __all__ = [
+    "EMULATED_HEADER",
     "FORWARDED_HEADERS",
     "DisconnectGuard",
     "JSONBody",
     "decode_json_object",
+    "emulated_value",
+    "error_meta",
     "error_response",
+    "error_status_body",
     "forwarded_headers",
     "header_overrides",
     "read_body",
@@ -112,12 +117,35 @@ def decode_json_object(body: bytes) -> dict[str, Any]:
 def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONBody:
     """The OpenAI error response for ``exc`` (the only place failures become HTTP answers)."""
     status, body = error_status_body(exc)
-    return JSONBody(body, status_code=status, headers=dict(headers or {}))
+    out = dict(headers or {})
+    meta = error_meta(exc)
+    if meta is not None:
+        out[EMULATED_HEADER.decode()] = emulated_value(meta).decode()
+    return JSONBody(body, status_code=status, headers=out)
 
 
-def error_status_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
-    """Log ``exc`` as it deserves and map it with :func:`toolshim.errors.error_body`."""
+EMULATED_HEADER = b"x-toolshim-emulated"
+
+
+def emulated_value(meta: Metadata | None) -> bytes:
+    """The ``x-toolshim-emulated`` header's value for a turn's metadata."""
+    return b"true" if meta is not None and meta.emulated else b"false"
+
+
+def error_meta(exc: BaseException) -> Metadata | None:
+    """The metadata of the turn ``exc`` ended, when a turn had started (see ToolshimError.meta)."""
+    return exc.meta if isinstance(exc, ToolshimError) else None
+
+
+def error_status_body(
+    exc: BaseException, meta: Metadata | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Log ``exc`` as it deserves and map it with :func:`toolshim.errors.error_body`; the
+    turn's metadata (``meta``, else the error's own) goes beside ``error`` as ``toolshim``."""
     status, body = error_body(exc)
+    meta = meta or error_meta(exc)
+    if meta is not None:
+        body["toolshim"] = meta.to_dict()
     if isinstance(exc, UpstreamError):
         log.warning("upstream error → %d: %s", status, exc.message)
     elif isinstance(exc, ToolshimError):

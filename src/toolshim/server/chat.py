@@ -13,8 +13,11 @@ from starlette.types import Receive, Scope, Send
 from toolshim.engine import Engine, streaming
 from toolshim.engine.turn import Turn, describe_body
 from toolshim.server.asgi import (
+    EMULATED_HEADER,
     DisconnectGuard,
     decode_json_object,
+    emulated_value,
+    error_meta,
     error_status_body,
     forwarded_headers,
     header_overrides,
@@ -123,8 +126,8 @@ class ChatCompletions:
             return
         meta = completion.meta
         outcome = "tool_calls" if completion.tool_calls else "text"
-        emulated = b"true" if meta is not None and meta.emulated else b"false"
-        await send_json(send, 200, completion.to_openai(), [(b"x-toolshim-emulated", emulated)])
+        emulated = emulated_value(meta)
+        await send_json(send, 200, completion.to_openai(), [(EMULATED_HEADER, emulated)])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 
     # -- streaming ----------------------------------------------------------------------------
@@ -150,7 +153,7 @@ class ChatCompletions:
             return
         emulated = b"true" if turn.emulated else b"false"
         events = self._events(turn, first, chunks, payload, overrides, started)
-        response = SSEResponse(events, headers=[(b"x-toolshim-emulated", emulated)])
+        response = SSEResponse(events, headers=[(EMULATED_HEADER, emulated)])
         await response(receive, send)
 
     async def _events(
@@ -178,8 +181,9 @@ class ChatCompletions:
                 yield event(_wire_chunk(chunk, ids))
             finished = True
         except Exception as exc:
-            # Headers are sent: the error travels as an event, then the stream ends normally.
-            status, body = error_status_body(exc)
+            # Headers are sent: the error travels as an event (with the turn's metadata beside
+            # it, as on an error response), then the stream ends normally.
+            status, body = error_status_body(exc, turn.meta())
             outcome = "error"
             finished = True
             yield event(body)
@@ -207,9 +211,12 @@ class ChatCompletions:
     ) -> None:
         status, body = error_status_body(exc)
         retry_after = getattr(exc, "retry_after", None)
-        headers = [(b"retry-after", retry_after.encode("latin-1"))] if retry_after else None
+        headers = [(b"retry-after", retry_after.encode("latin-1"))] if retry_after else []
+        meta = error_meta(exc)  # set once the engine had started serving the turn
+        if meta is not None:
+            headers.append((EMULATED_HEADER, emulated_value(meta)))
         await send_json(send, status, body, headers)
-        self._finish(payload, overrides, "error", None, started, status, stream)
+        self._finish(payload, overrides, "error", meta, started, status, stream)
 
     def _finish(
         self,

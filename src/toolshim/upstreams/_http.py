@@ -145,6 +145,12 @@ def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
             delta["tool_calls"] = [
                 {"index": i, **call} for i, call in enumerate(message["tool_calls"])
             ]
+        # the provider's own fields (reasoning_content, reasoning_details, …) travel too
+        delta.update(
+            (key, value)
+            for key, value in message.items()
+            if key not in ("content", "tool_calls") and value is not None
+        )
         chunks.append(
             {
                 **base,

@@ -19,6 +19,7 @@ __all__ = [
     "chunk_to_dict",
     "completion_from_dict",
     "completion_to_dict",
+    "merge_delta_fields",
     "new_completion_id",
     "usage_from_dict",
     "usage_to_dict",
@@ -111,8 +112,13 @@ def completion_to_dict(completion: Completion) -> dict[str, Any]:
     return downgrade_completion(out) if completion.legacy else out
 
 
+_DELTA_FIELDS = frozenset({"role", "content", "tool_calls"})
+_CALL_DELTA_FIELDS = frozenset({"index", "id", "type", "function"})
+
+
 def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
-    """Read one upstream ``chat.completion.chunk`` into one StreamChunk per choice (``raw`` kept)."""
+    """Read one upstream ``chat.completion.chunk`` into one StreamChunk per choice (``raw`` kept;
+    a delta's other fields, and a tool-call delta's, in their ``extra``)."""
     choices = data.get("choices") or []
     usage = usage_from_dict(data.get("usage"))
     if not choices:
@@ -128,15 +134,18 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
             arguments = function.get("arguments")
             if arguments is not None and not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
+            call_extra = {k: v for k, v in tc.items() if k not in _CALL_DELTA_FIELDS}
             deltas.append(
                 ToolCallDelta(
                     index=int(tc.get("index", j) or 0),
                     id=tc.get("id"),
                     name=function.get("name"),
                     arguments=arguments,
+                    extra=call_extra or EMPTY,
                 )
             )
         content = delta.get("content")
+        extra = {k: v for k, v in delta.items() if k not in _DELTA_FIELDS}
         out.append(
             StreamChunk(
                 content=content if isinstance(content, str) else None,
@@ -146,9 +155,36 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
                 usage=usage,
                 raw=data,
                 choice_index=int(c.get("index") or 0),
+                extra=extra or EMPTY,
             )
         )
     return out
+
+
+def merge_delta_fields(
+    into: dict[str, Any], fields: Mapping[str, Any], *, join_text: bool = False
+) -> None:
+    """Add one streamed delta's ``extra`` fields to those gathered so far: objects are merged,
+    lists joined (``reasoning_details`` sent in pieces), text joined when ``join_text``
+    (``reasoning_content``), other values replaced; nulls are skipped. ``into`` owns its
+    nested objects and lists (they are copies)."""
+    for key, value in fields.items():
+        if value is None:
+            continue
+        old = into.get(key)
+        if isinstance(value, Mapping):
+            target = old if isinstance(old, dict) else {}
+            merge_delta_fields(target, value, join_text=join_text)
+            into[key] = target
+        elif isinstance(value, list):
+            if isinstance(old, list):
+                old.extend(value)
+            else:
+                into[key] = list(value)
+        elif join_text and isinstance(value, str) and isinstance(old, str):
+            into[key] = old + value
+        else:
+            into[key] = value
 
 
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:
@@ -167,7 +203,7 @@ def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> d
     if chunk.tool_calls:
         calls = []
         for d in chunk.tool_calls:
-            entry: dict[str, Any] = {"index": d.index}
+            entry: dict[str, Any] = {"index": d.index, **d.extra}
             function: dict[str, Any] = {}
             if d.id is not None:
                 entry["id"] = d.id

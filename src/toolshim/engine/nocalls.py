@@ -1,0 +1,165 @@
+"""Replies in which no call may be returned: a call the model writes anyway is kept out of the answer.
+
+Under ``tool_choice: "none"``, and for every answer asked for without tools (after a decline,
+a ``decision`` of "no tools", spent re-asks), a reply whose text holds a call to an offered
+tool (or a bare "no tool", ``{"tool_calls": []}``) is not the answer: its prose is returned
+without the call; a reply that is nothing but the call is re-asked once (within
+``max_reasks``) with a note that tools are not available; if the model writes the call again,
+its text is returned as it is, with a warning. Streamed and whole replies agree: the
+incremental parser holds back only text that may be a call. (A native reply under
+``tool_choice: "none"`` gets the same treatment in :mod:`.native` and :mod:`.relay`: prose
+kept, a reply that is only a call emulated.) ``off`` mode never gets here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from toolshim.dialects.extract import ParsedReply
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.stream_parts import TextGate, first_choice, texts, usage_chunks
+from toolshim.engine.turn import Turn
+from toolshim.types import Completion, Message, StreamChunk
+
+__all__ = [
+    "NO_TOOLS_REASK",
+    "Body",
+    "answer_without_calls",
+    "kept_warning",
+    "leak",
+    "offers_called_tool",
+    "stream_without_calls",
+    "stripped_warning",
+    "writes_a_call",
+]
+
+Body = Callable[[Sequence[Message]], dict[str, Any]]
+"""The upstream body of an attempt, given the messages to add after the history."""
+
+NO_TOOLS_REASK = (
+    "Tools are not available for this reply: do not call a tool and do not write a tool "
+    "call. Answer the user in plain text."
+)
+
+
+def _why(turn: Turn) -> str:
+    if turn.request.choice.kind == "none":
+        return "tool_choice is 'none'"
+    return "this answer was asked for without tools"
+
+
+def stripped_warning(turn: Turn) -> str:
+    return f"removed a tool call from the text answer ({_why(turn)})"
+
+
+def kept_warning(turn: Turn) -> str:
+    return (
+        "the answer is the text of a tool call the model wrote although no tool may be "
+        f"called ({_why(turn)}); returned as written"
+    )
+
+
+def offers_called_tool(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
+    """True when one of ``calls`` names a tool the request offers."""
+    if not calls:
+        return False
+    names = {t.name for t in turn.request.function_tools}
+    return any(c.name in names for c in calls)
+
+
+def writes_a_call(turn: Turn, calls: Sequence[ParsedCall], declined: bool) -> bool:
+    """True when a streamed reply's ``calls`` (and its explicit "no tool", ``declined``)
+    make it tool-call text rather than an answer (the streamed form of :func:`leak`)."""
+    return offers_called_tool(turn, calls) or (declined and not calls)
+
+
+def leak(turn: Turn, text: str) -> ParsedReply | None:
+    """``text`` parsed, when it holds a call to an offered tool or an explicit "no tool"
+    (``{"tool_calls": []}``: tool-call JSON too, never an answer); None when it does not."""
+    tools = turn.request.function_tools
+    if not tools or not text.strip():
+        return None
+    parsed = turn.dialect.parse(text, tools)
+    return parsed if parsed.declined or offers_called_tool(turn, parsed.calls) else None
+
+
+def _reask(reply: str) -> list[Message]:
+    return [Message("assistant", reply), Message("user", NO_TOOLS_REASK)]
+
+
+async def answer_without_calls(turn: Turn, body: Body) -> Completion:
+    """Ask for an answer in which no call may be returned (see the module docstring)."""
+    extra: list[Message] = []
+    while True:
+        completion = await turn.call(body(extra))
+        only_call = False
+        choices = list(completion.choices)
+        for position, choice in enumerate(choices):
+            parsed = leak(turn, choice.message.text)
+            if parsed is None:
+                continue
+            prose = parsed.text.strip()
+            if prose:
+                turn.warn(stripped_warning(turn))
+                message = Message("assistant", prose, extra=choice.message.extra)
+                choices[position] = replace(choice, message=message)
+            elif position == 0:
+                only_call = True
+            else:
+                turn.warn(kept_warning(turn))
+        completion = replace(completion, choices=tuple(choices))
+        if not only_call:
+            return completion
+        if extra or turn.reasks >= turn.max_reasks:
+            turn.warn(kept_warning(turn))
+            return completion
+        turn.reasks += 1
+        extra = _reask(completion.message.text)
+
+
+async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamChunk]:
+    """:func:`answer_without_calls`, streamed: prose as it comes, a possible call held back."""
+    tools = turn.request.function_tools
+    extra: list[Message] = []
+    while True:
+        parser = turn.dialect.parser(tools)
+        gate = TextGate()
+        calls: list[ParsedCall] = []
+        declined = False
+        finish: str | None = None
+        async for chunk in first_choice(turn, body(extra)):
+            finish = chunk.finish_reason or finish
+            if not chunk.content:
+                continue
+            if not tools:
+                yield StreamChunk(content=chunk.content)
+                continue
+            segments = parser.feed(chunk.content)
+            declined |= any(s.declined for s in segments)
+            for text in texts(segments, calls, gate):
+                yield StreamChunk(content=text)
+        if tools:
+            segments = parser.finish()
+            declined |= any(s.declined for s in segments)
+            for text in texts(segments, calls, gate):
+                yield StreamChunk(content=text)
+            if not writes_a_call(turn, calls, declined):
+                rest = gate.flush(gate.tail)
+            elif (gate.emitted + gate.after_call).strip():
+                turn.warn(stripped_warning(turn))
+                rest = gate.flush(gate.after_call).rstrip()
+            elif not extra and turn.reasks < turn.max_reasks:
+                turn.reasks += 1
+                extra = _reask(parser.received)
+                continue
+            else:
+                turn.warn(kept_warning(turn))
+                rest = parser.received
+            if rest:
+                yield StreamChunk(content=rest)
+        yield StreamChunk(finish_reason=finish or "stop")
+        break
+    async for chunk in usage_chunks(turn):
+        yield chunk

@@ -1,0 +1,253 @@
+"""Audit gaps: errors carry the turn's metadata; no call JSON leaks into an answer under
+``tool_choice: "none"``; a call that repeats one already answered in the history is flagged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.engine.helpers import ANSWER, CALL_TEXT, request
+from tests.engine.test_streaming import Assembled, collect
+from toolshim.engine import Engine
+from toolshim.errors import ConfigError, ToolCallError, ToolshimError, UpstreamStatusError
+from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call
+from toolshim.types import Metadata
+
+UNKNOWN = '{"tool_calls": [{"name": "zz", "arguments": {}}]}'
+
+
+async def serve(engine: Engine, body: dict[str, Any], stream: bool) -> Assembled:
+    """The reply as an :class:`Assembled`, streamed or not (the same shape either way)."""
+    if stream:
+        return await collect(engine, {**body, "stream": True})
+    completion = await engine.acomplete(body)
+    out = Assembled(content=completion.message.text, meta=completion.meta)
+    out.finish = completion.finish_reason
+    for i, c in enumerate(completion.tool_calls):
+        out.calls[i] = {"id": c.id, "name": c.name, "arguments": c.arguments}
+    return out
+
+
+async def fail(engine: Engine, body: dict[str, Any], stream: bool) -> ToolshimError:
+    with pytest.raises(ToolshimError) as info:
+        await serve(engine, body, stream)
+    return info.value
+
+
+def meta_of(error: ToolshimError) -> Metadata:
+    meta = error.meta
+    assert meta is not None, "the error carries the turn's metadata"
+    return meta
+
+
+# -- 1. errors carry the turn's metadata --------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("strategy", ["single", "decision"])
+async def test_tool_call_error_carries_the_metadata(stream: bool, strategy: str) -> None:
+    engine = Engine(
+        FakeUpstream([UNKNOWN] * 3), mode="force", strategy=strategy, registry=":memory:"
+    )
+    error = await fail(engine, request(tool_choice="required"), stream)
+    assert isinstance(error, ToolCallError)
+    meta = meta_of(error)
+    assert meta.emulated and meta.mode == "force" and meta.dialect == "json"
+    assert (meta.llm_calls, meta.reasks) == (3, 2)
+    assert "tool calls emulated" in meta.warnings
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_upstream_error_carries_the_metadata_too(stream: bool) -> None:
+    boom = UpstreamStatusError("the model crashed", status=500)
+    engine = Engine(FakeUpstream([boom]), mode="off", registry=":memory:")
+    error = await fail(engine, request(), stream)
+    assert isinstance(error, UpstreamStatusError)
+    meta = meta_of(error)
+    assert (meta.mode, meta.emulated, meta.llm_calls, meta.reasks) == ("off", False, 1, 0)
+
+
+async def test_an_upstream_error_after_emulated_reasks_counts_them() -> None:
+    boom = UpstreamStatusError("the model crashed", status=500)
+    engine = Engine(FakeUpstream([UNKNOWN, boom]), mode="force", registry=":memory:")
+    meta = meta_of(await fail(engine, request(), False))
+    assert meta.emulated and (meta.llm_calls, meta.reasks) == (2, 1)
+
+
+async def test_an_error_before_the_turn_started_has_no_metadata() -> None:
+    engine = Engine(FakeUpstream([]), registry=":memory:")
+    with pytest.raises(ConfigError) as info:
+        await engine.acomplete(request(toolshim={"mode": "nope"}))
+    assert info.value.meta is None
+
+
+# -- 2. tool_choice "none": no call JSON as the answer -----------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_reasks_once_when_the_reply_is_only_a_call(stream: bool) -> None:
+    upstream = FakeUpstream([CALL_TEXT, ANSWER])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.calls == {} and out.content == ANSWER
+    assert out.finish == "stop"
+    assert upstream.calls == 2
+    assert out.meta is not None and out.meta.reasks == 1 and out.meta.llm_calls == 2
+    reask = upstream.history[1]["messages"]
+    assert reask[-2] == {"role": "assistant", "content": CALL_TEXT}
+    assert reask[-1]["role"] == "user" and "not available" in reask[-1]["content"]
+    assert "get_weather" not in json.dumps(upstream.history[0]["messages"])  # no instructions
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_keeps_the_prose_and_drops_the_call(stream: bool) -> None:
+    upstream = FakeUpstream([f"Let me check.\n{CALL_TEXT}"])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.calls == {} and out.content.strip() == "Let me check."
+    assert upstream.calls == 1
+    assert out.meta is not None and out.meta.reasks == 0
+    assert any("tool call" in w and "removed" in w for w in out.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_returns_the_text_with_a_warning_when_the_call_persists(stream: bool) -> None:
+    upstream = FakeUpstream([CALL_TEXT, CALL_TEXT, ANSWER])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.calls == {} and out.content == CALL_TEXT
+    assert upstream.calls == 2
+    assert out.meta is not None and out.meta.reasks == 1
+    assert any("tool_choice is 'none'" in w for w in out.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_does_not_reask_past_max_reasks(stream: bool) -> None:
+    upstream = FakeUpstream([CALL_TEXT, ANSWER])
+    engine = Engine(upstream, mode="force", max_reasks=0, registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.content == CALL_TEXT and upstream.calls == 1
+    assert out.meta is not None and any("tool_choice is 'none'" in w for w in out.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_treats_a_bare_no_tool_reply_as_call_json(stream: bool) -> None:
+    upstream = FakeUpstream(['{"tool_calls": []}', ANSWER])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.content == ANSWER and upstream.calls == 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_none_leaves_json_that_is_no_call_alone(stream: bool) -> None:
+    data = '{"name": "Ada", "age": 3}'
+    upstream = FakeUpstream([data])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.content == data and upstream.calls == 1
+    assert out.meta is not None and out.meta.reasks == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_native_reply_writing_a_call_under_none_is_not_the_answer(stream: bool) -> None:
+    def writes_calls(body: dict[str, Any]) -> Any:
+        return CALL_TEXT if body.get("tools") else ANSWER
+
+    upstream = FunctionUpstream(writes_calls)
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.calls == {} and out.content == ANSWER
+    assert upstream.calls == 2
+    assert "tools" not in upstream.history[1]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", ["auto", "fallback"])
+async def test_a_native_reply_with_prose_and_a_call_under_none_keeps_the_prose(
+    stream: bool, mode: str
+) -> None:
+    upstream = FakeUpstream([f"It should be sunny.\n```json\n{CALL_TEXT}\n```"])
+    engine = Engine(upstream, mode=mode, registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), stream)
+    assert out.calls == {} and out.content.strip() == "It should be sunny."
+    assert upstream.calls == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_answer_asked_for_without_tools_does_not_leak_a_call(stream: bool) -> None:
+    # auto choice; the model declines, then writes a call in the answer asked without tools.
+    upstream = FakeUpstream(['{"tool_calls": []}', CALL_TEXT, ANSWER])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, request(), stream)
+    assert out.calls == {} and out.content == ANSWER
+    assert upstream.calls == 3
+
+
+async def test_off_mode_never_intervenes_under_none() -> None:
+    upstream = FakeUpstream([CALL_TEXT])
+    engine = Engine(upstream, mode="off", registry=":memory:")
+    out = await serve(engine, request(tool_choice="none"), False)
+    assert out.content == CALL_TEXT and upstream.calls == 1
+
+
+# -- 3. a call that repeats one already answered ------------------------------------------------
+
+
+def answered(arguments: str = '{"city": "Paris"}', *, result: bool = True) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": arguments},
+                }
+            ],
+        },
+    ]
+    if result:
+        messages.append({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
+    return request(messages=messages)
+
+
+def repeat_warnings(out: Assembled) -> list[str]:
+    assert out.meta is not None
+    return [w for w in out.meta.warnings if "already in the conversation" in w]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_emulated_repeat_is_returned_with_a_warning(stream: bool) -> None:
+    again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    upstream = FakeUpstream([again])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, answered('{ "city" : "Paris" }'), stream)
+    assert [c["name"] for c in out.calls.values()] == ["get_weather"]
+    assert upstream.calls == 1 and out.meta is not None and out.meta.reasks == 0
+    assert repeat_warnings(out) == [
+        'repeats get_weather({"city": "Paris"}) whose result is already in the conversation'
+    ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", ["auto", "off"])
+async def test_a_native_repeat_is_flagged_too(stream: bool, mode: str) -> None:
+    upstream = FakeUpstream([Reply(None, [call("get_weather", {"city": "Paris"})])])
+    engine = Engine(upstream, mode=mode, registry=":memory:")
+    out = await serve(engine, answered(), stream)
+    assert len(out.calls) == 1 and upstream.calls == 1
+    assert len(repeat_warnings(out)) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_other_arguments_or_an_unanswered_call_are_no_repeat(stream: bool) -> None:
+    upstream = FakeUpstream([Reply(None, [call("get_weather", {"city": "Rome"})])] * 2)
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    assert repeat_warnings(await serve(engine, answered(), stream)) == []
+    upstream.enqueue(Reply(None, [call("get_weather", {"city": "Paris"})]))
+    upstream.queue = upstream.queue[-1:]
+    assert repeat_warnings(await serve(engine, answered(result=False), stream)) == []

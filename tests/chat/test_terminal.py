@@ -508,3 +508,16 @@ def test_the_embedded_model_is_chatted_with_under_its_stable_key(tmp_path: Path)
     stored = Registry.open(registry).known()
     assert [(key, model) for key, model, _ in stored] == [("embedded://default.gguf", SERVED_MODEL)]
     assert stored[0][2]["native_tools"].value == "no"
+
+
+def test_no_refresh_asks_the_upstream_nothing_at_start(chat: ChatFactory) -> None:
+    from tests.capabilities.fake_servers import FakeModel, fake_server
+
+    with fake_server("ollama", FakeModel("house-model", capabilities=["completion"])) as ollama:
+        session = chat("--model", "house-model", "--no-refresh", upstream_url=ollama.base_url)
+        session.expect("Does house-model support native tool calling")
+        session.send("n")
+        session.prompt("house-model")
+        session.ctrl_d()
+        assert session.exit_status() == 0
+        assert ollama.posted("/api/show") == []

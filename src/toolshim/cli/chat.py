@@ -103,6 +103,15 @@ def chat(
         int, typer.Option(help="Model turns per question (tool rounds included).", min=1)
     ] = 10,
     timeout: TimeoutOption = 600.0,
+    refresh_models: Annotated[
+        bool,
+        typer.Option(
+            "--refresh/--no-refresh",
+            envvar="TOOLSHIM_REFRESH",
+            help="At start, ask the upstream what its models can do (Ollama /api/show, at most "
+            "5 s) and record it with source upstream.",
+        ),
+    ] = True,
 ) -> None:
     """Chat with a model in the terminal, with tools."""
     from toolshim.chat.builtin import load_tools
@@ -133,7 +142,16 @@ def chat(
         store = open_registry(registry, err)
         with upstream_target(upstream, model_file, store, err) as target:
             code = asyncio.run(
-                _session(target, upstream_api_key, timeout, store, loaded, settings, model)
+                _session(
+                    target,
+                    upstream_api_key,
+                    timeout,
+                    store,
+                    loaded,
+                    settings,
+                    model,
+                    refresh_models=refresh_models,
+                )
             )
     except LocalModelError as exc:
         fail(err, exc.message, EMBEDDED_HINT)
@@ -168,6 +186,8 @@ async def _session(
     tools: list[Tool],
     settings: ChatSettings,
     model: str | None,
+    *,
+    refresh_models: bool = True,
 ) -> int:
     from toolshim.capabilities.discovery import refresh
     from toolshim.chat.session import ChatSession
@@ -188,7 +208,7 @@ async def _session(
         console.print(f"[bold]toolshim chat[/] · {client.key} · mode {settings.mode.value}")
         # Seed 004's startup refresh: what the upstream says about its models (bounded). The
         # embedded model's facts were just recorded from its own server, under its stable key.
-        if not target.embedded:
+        if refresh_models and not target.embedded:
             try:
                 await asyncio.wait_for(refresh(store, target.base_url, api_key=api_key), 5.0)
             except TimeoutError:

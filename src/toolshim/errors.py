@@ -176,7 +176,8 @@ class LocalModelError(ToolshimError):
 
 class AgentLimitError(ToolshimError):
     """An agent run was stopped by a safeguard (``reason``: max_turns, loop, unknown_tool, a
-    budget) and the caller asked for an exception; ``result`` holds the run so far."""
+    budget) and the caller asked for an exception, or a phase of an agent file answered with
+    nothing for the next one (``empty_output``); ``result`` holds the run so far."""
 
     error_type = "agent_limit"
 

@@ -189,7 +189,7 @@ def test_refresh_json_and_an_unreachable_upstream() -> None:
     line = one_line_error(
         run("models", "refresh", "--upstream", closed_port_url(), "--timeout", "1")
     )
-    assert "could not reach" in line
+    assert "could not reach the upstream at http://127.0.0.1:" in line
 
 
 def test_probe_classifies_and_stores_only_conclusive_results(registry_path: Path) -> None:

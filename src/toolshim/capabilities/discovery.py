@@ -149,10 +149,14 @@ class _Inspector:
             )
         except httpx.TimeoutException as exc:
             raise UpstreamTimeoutError(
-                f"{url} did not answer within {self.timeout:g} s", url=url
+                f"the upstream at {self.base_url} did not answer within {self.timeout:g} s "
+                f"(asked {url})",
+                url=url,
             ) from exc
         except httpx.HTTPError as exc:
-            raise UpstreamConnectionError(f"could not reach {url}: {exc}", url=url) from exc
+            raise UpstreamConnectionError(
+                f"could not reach the upstream at {self.base_url} ({exc}; asked {url})", url=url
+            ) from exc
         if response.status_code >= 400:
             if strict:
                 message = upstream_error_fields(_body(response)).get("message")

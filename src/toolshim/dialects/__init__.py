@@ -15,7 +15,7 @@ Every dialect's parser reads every other dialect's shapes (see :mod:`.extract`).
 
 from __future__ import annotations
 
-from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.dialects.base import _PURE_RENDERERS, Dialect, PromptOptions, rendered_tools
 from toolshim.dialects.calls import ParsedCall, ToolIndex
 from toolshim.dialects.compact import CompactDialect
 from toolshim.dialects.extract import ParsedReply, ReplyParser, Segment, parse_reply
@@ -42,12 +42,18 @@ __all__ = [
     "get_dialect",
     "parse_reply",
     "register_dialect",
+    "rendered_tools",
 ]
 
-_REGISTRY: dict[str, type[Dialect]] = {
-    cls.name: cls
-    for cls in (JsonDialect, HermesDialect, PythonicDialect, CompactDialect, WindlassDialect)
-}
+_BUILT_IN: tuple[type[Dialect], ...] = (
+    JsonDialect,
+    HermesDialect,
+    PythonicDialect,
+    CompactDialect,
+    WindlassDialect,
+)
+_REGISTRY: dict[str, type[Dialect]] = {cls.name: cls for cls in _BUILT_IN}
+_PURE_RENDERERS.update(_BUILT_IN)
 
 
 def register_dialect(cls: type[Dialect]) -> type[Dialect]:

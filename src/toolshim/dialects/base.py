@@ -6,11 +6,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import orjson
+
 from toolshim.dialects._prompt import PromptOptions, example_arguments, schema_json
 from toolshim.dialects.extract import ParsedReply, ReplyParser, parse_reply
 from toolshim.types import ToolCall, ToolSpec
 
-__all__ = ["Dialect", "PromptOptions", "example_arguments", "schema_json"]
+__all__ = ["Dialect", "PromptOptions", "example_arguments", "rendered_tools", "schema_json"]
 
 
 class Dialect(ABC):
@@ -72,3 +74,46 @@ class Dialect(ABC):
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
+
+
+_RENDERED: dict[tuple[Any, ...], str] = {}
+_RENDERED_MAX = 256
+
+
+def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
+    """``dialect.render_tools(tools, options)``, remembered: a client sends the same tools with
+    every request, and rendering them is a good part of an emulated request's CPU.
+
+    Only toolshim's own dialects are remembered (their text depends on nothing but the tools'
+    names, descriptions, types and schemas, in their order, and the options); tools whose
+    schema is not plain JSON are rendered each time.
+    """
+    if type(dialect) not in _PURE_RENDERERS:
+        return dialect.render_tools(tools, options)
+    try:
+        shown = orjson.dumps([(t.name, t.type, t.description, t.parameters) for t in tools])
+    except TypeError:
+        return dialect.render_tools(tools, options)
+    choice = options.choice
+    key = (
+        type(dialect),
+        shown,
+        choice.kind,
+        choice.name,
+        options.parallel,
+        options.decision,
+        options.constrained,
+        options.results,
+    )
+    text = _RENDERED.get(key)
+    if text is None:
+        text = dialect.render_tools(tools, options)
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.pop(next(iter(_RENDERED)))  # the oldest
+        _RENDERED[key] = text
+    return text
+
+
+_PURE_RENDERERS: set[type[Dialect]] = set()
+"""Dialect classes whose ``render_tools`` is a pure function of what :func:`rendered_tools`
+keys on (filled in by :mod:`toolshim.dialects` with the built-in ones)."""

@@ -14,6 +14,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.history import rewrite_history
@@ -43,7 +44,7 @@ def emulation_body(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        text = turn.dialect.render_tools(tools, turn.prompt_options)
+        text = rendered_tools(turn.dialect, tools, turn.prompt_options)
     messages = (*rewrite_history(request.messages, turn.dialect, text), *extra)
     params = dict(request.params)
     if not stream:
@@ -53,9 +54,10 @@ def emulation_body(
         # The caller's response_format is for the answer, not for the tool decision: held to
         # it, the model could not write a call. It applies to the answer asked for afterwards.
         params.pop("response_format", None)
-        response_format = turn.dialect.response_format(tools, turn.prompt_options)
-        if response_format is not None and turn.constrained:
-            params["response_format"] = dict(response_format)
+        if turn.constrained:
+            response_format = turn.dialect.response_format(tools, turn.prompt_options)
+            if response_format is not None:
+                params["response_format"] = dict(response_format)
     body = request_to_body(
         replace(request, messages=messages, stream=stream, params=params), tools=False
     )

@@ -58,78 +58,105 @@ STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
     """The chunks of one streamed turn: one role chunk first, the metadata on the last (and,
     for a legacy ``functions`` request, each chunk marked to be written in that shape). An
-    error raised on the way carries the turn's metadata."""
+    error raised on the way carries the turn's metadata.
+
+    On the way it drops a second role-only chunk (a native attempt that ended in emulation
+    opens twice), puts the first choice's calls together to warn at the end about a call
+    that repeats one already answered and about calls a legacy answer cannot hold, and holds
+    one chunk back so that the metadata can ride on the last one. (One generator does all of
+    it: each layer of async generators costs CPU on every chunk of every stream.)
+    """
     legacy = turn.request.legacy_functions
-    chunks = _watch_calls(turn, _one_role(_route(engine, turn)))
+    calls: dict[int, list[str]] = {}
+    role_sent = False
+    previous: StreamChunk | None = None
     try:
-        async for chunk in _with_meta(turn, chunks):
-            yield replace(chunk, legacy=True) if legacy else chunk
+        async for chunk in _route(engine, turn):
+            if chunk.role is not None:
+                role_only = (
+                    chunk.raw is None
+                    and not chunk.content
+                    and not chunk.tool_calls
+                    and chunk.finish_reason is None
+                )
+                if role_only and role_sent:
+                    continue
+                role_sent = True
+            elif not role_sent and _raw_has_role(chunk):
+                role_sent = True
+            if chunk.tool_calls and chunk.choice_index == 0:
+                for delta in chunk.tool_calls:
+                    name_args = calls.setdefault(delta.index, ["", ""])
+                    name_args[0] += delta.name or ""
+                    name_args[1] += delta.arguments or ""
+            if previous is not None:
+                yield replace(previous, legacy=True) if legacy else previous
+            previous = chunk
+        if legacy and len(calls) > 1:
+            turn.warn(dropped_calls_warning(len(calls)))
+        turn.warn_repeats((name, arguments) for name, arguments in calls.values())
+        if previous is None:
+            last = StreamChunk(meta=turn.meta())
+        else:
+            last = replace(previous, meta=turn.meta())
+        yield replace(last, legacy=True) if legacy else last
     except ToolshimError as exc:
         with_meta(exc, turn)
         raise
 
 
-async def _watch_calls(
-    turn: Turn, chunks: AsyncIterator[StreamChunk]
-) -> AsyncIterator[StreamChunk]:
-    """Put the first choice's calls together as they pass, to warn at the end about a call
-    that repeats one already answered, and about calls a legacy answer cannot hold."""
-    calls: dict[int, list[str]] = {}
-    async for chunk in chunks:
-        if chunk.choice_index == 0:
-            for delta in chunk.tool_calls:
-                name_args = calls.setdefault(delta.index, ["", ""])
-                name_args[0] += delta.name or ""
-                name_args[1] += delta.arguments or ""
-        yield chunk
-    if turn.request.legacy_functions and len(calls) > 1:
-        turn.warn(dropped_calls_warning(len(calls)))
-    turn.warn_repeats((name, arguments) for name, arguments in calls.values())
-
-
-async def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
+def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
+    """The stream of the route the engine picks (the generator of that route itself, where
+    no fallback has to be watched for)."""
     from toolshim.engine.engine import strip_body
 
     route = engine.route(turn)
-    learn = partial(engine.learn_rejection, turn)
-    native_body = request_to_body(turn.request)
     rescue = engine.options.rescue
     if route == "native":  # off, or no tools offered
         judged = turn.request.wants_tools and rescue and turn.mode is not Mode.FORCE
-        source = _native(turn, native_body, judged=judged, rescue_text=judged)
-    elif route == "emulate":
-        source = _emulated(turn)
-    elif route == "strip":
+        return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
+    if route == "emulate":
+        return _emulated(turn)
+    if route == "strip":
         turn.warn(STRIPPED_WARNING)
-        source = _native(turn, strip_body(turn, stream=True))
-    elif route == "native-or-strip":
-        try:
-            async for chunk in _native(turn, native_body, learn=learn):
-                yield chunk
-        except Rejected:
-            turn.warn(STRIPPED_WARNING)
-            async for chunk in _native(turn, strip_body(turn, stream=True)):
-                yield chunk
-        return
-    else:
-        hold = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
-        source = (
-            relay.held(turn, native_body, rescue_text=rescue, learn=learn)
-            if hold
-            else _native(turn, native_body, judged=True, rescue_text=rescue, learn=learn)
-        )
-        try:
-            async for chunk in source:
-                yield chunk
-        except (Rejected, NeedsEmulation):
-            async for chunk in _emulated(turn):
-                yield chunk
-        return
-    async for chunk in source:
-        yield chunk
+        return _native(turn, strip_body(turn, stream=True))
+    if route == "native-or-strip":
+        return _native_or_strip(engine, turn)
+    return _try_native(engine, turn)
 
 
-async def _native(
+async def _native_or_strip(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
+    from toolshim.engine.engine import strip_body
+
+    learn = partial(engine.learn_rejection, turn)
+    try:
+        async for chunk in _native(turn, request_to_body(turn.request), learn=learn):
+            yield chunk
+    except Rejected:
+        turn.warn(STRIPPED_WARNING)
+        async for chunk in _native(turn, strip_body(turn, stream=True)):
+            yield chunk
+
+
+async def _try_native(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
+    learn = partial(engine.learn_rejection, turn)
+    native_body = request_to_body(turn.request)
+    rescue = engine.options.rescue
+    hold = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
+    source = (
+        relay.held(turn, native_body, rescue_text=rescue, learn=learn)
+        if hold
+        else _native(turn, native_body, judged=True, rescue_text=rescue, learn=learn)
+    )
+    try:
+        async for chunk in source:
+            yield chunk
+    except (Rejected, NeedsEmulation):
+        async for chunk in _emulated(turn):
+            yield chunk
+
+
+def _native(
     turn: Turn,
     body: dict[str, Any],
     *,
@@ -139,9 +166,13 @@ async def _native(
 ) -> AsyncIterator[StreamChunk]:
     """A native stream: judged by :func:`relay.relay`, or passed through untouched."""
     if judged:
-        async for chunk in relay.relay(turn, body, rescue_text=rescue_text, learn=learn):
-            yield chunk
-        return
+        return relay.relay(turn, body, rescue_text=rescue_text, learn=learn)
+    return _passed_through(turn, body, learn)
+
+
+async def _passed_through(
+    turn: Turn, body: dict[str, Any], learn: relay.Learn | None
+) -> AsyncIterator[StreamChunk]:
     async for data in open_stream(turn, body, learn):
         chunk = raw_chunk(data)
         turn.add_usage(chunk.usage)
@@ -290,23 +321,6 @@ def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:
     return stream_without_calls(turn, body)
 
 
-async def _one_role(chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
-    """Drop a second role-only chunk (a native attempt that ended in emulation opens twice)."""
-    role_sent = False
-    async for chunk in chunks:
-        role_only = (
-            chunk.role is not None
-            and chunk.raw is None
-            and not chunk.content
-            and not chunk.tool_calls
-            and chunk.finish_reason is None
-        )
-        if role_only and role_sent:
-            continue
-        role_sent = role_sent or chunk.role is not None or _raw_has_role(chunk)
-        yield chunk
-
-
 def _raw_has_role(chunk: StreamChunk) -> bool:
     if chunk.raw is None:
         return False
@@ -314,16 +328,3 @@ def _raw_has_role(chunk: StreamChunk) -> bool:
         isinstance(c, dict) and (c.get("delta") or {}).get("role")
         for c in chunk.raw.get("choices") or ()
     )
-
-
-async def _with_meta(turn: Turn, chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
-    """Hold one chunk back so that the metadata can ride on the last one."""
-    previous: StreamChunk | None = None
-    async for chunk in chunks:
-        if previous is not None:
-            yield previous
-        previous = chunk
-    if previous is None:
-        yield StreamChunk(meta=turn.meta())
-    else:
-        yield replace(previous, meta=turn.meta())

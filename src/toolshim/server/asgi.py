@@ -183,17 +183,25 @@ class DisconnectGuard:
     Without it an abandoned request would keep the upstream generating (uvicorn silently drops
     what is sent to a closed connection). On a disconnect the body of the ``async with`` is
     cancelled, the cancellation is absorbed, and :attr:`disconnected` is True.
+
+    ``blocks`` is how many ``async with`` blocks of the same task it guards, one after the
+    other, with one watcher (a streamed answer guards the wait for its first chunk and then
+    the sending; a watcher task for each costs CPU on every request). The watcher stops at
+    the end of the last block, at the end of any block left by an exception, and at
+    :meth:`stop`, which a caller that may skip a block must call.
     """
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, *, blocks: int = 1) -> None:
         self._receive = receive
         self._watcher: asyncio.Task[None] | None = None
         self._task: asyncio.Task[Any] | None = None
+        self._blocks = blocks
         self.disconnected = False
 
     async def __aenter__(self) -> DisconnectGuard:
         self._task = asyncio.current_task()
-        self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        if self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
         return self
 
     async def _watch(self) -> None:
@@ -205,14 +213,20 @@ class DisconnectGuard:
                     self._task.cancel()
                 return
 
+    def stop(self) -> None:
+        """Stop watching (idempotent)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        if self._watcher is not None:
-            self._watcher.cancel()
+        self._blocks -= 1
+        if self._blocks <= 0 or exc_type is not None:
+            self.stop()
         if self.disconnected and self._task is not None:
             self._task.uncancel()
             return exc_type is asyncio.CancelledError

@@ -145,16 +145,20 @@ class ChatCompletions:
         chunks = streaming.serve(self.engine, turn)
         # Wait for the first chunk before answering: an upstream that fails before streaming
         # anything gets a real HTTP error status, and the emulated header is known by then.
-        async with DisconnectGuard(receive) as guard:
-            first = await chunks.__anext__()
-        if guard.disconnected:
-            await _aclose(chunks)
-            self._finish(payload, overrides, "client_closed", turn.meta(), started, 499, True)
-            return
-        emulated = b"true" if turn.emulated else b"false"
-        events = self._events(turn, first, chunks, payload, overrides, started)
-        response = SSEResponse(events, headers=[(EMULATED_HEADER, emulated)])
-        await response(receive, send)
+        guard = DisconnectGuard(receive, blocks=2)  # this wait, then the sending
+        try:
+            async with guard:
+                first = await chunks.__anext__()
+            if guard.disconnected:
+                await _aclose(chunks)
+                self._finish(payload, overrides, "client_closed", turn.meta(), started, 499, True)
+                return
+            emulated = b"true" if turn.emulated else b"false"
+            events = self._events(turn, first, chunks, payload, overrides, started)
+            response = SSEResponse(events, headers=[(EMULATED_HEADER, emulated)], guard=guard)
+            await response(receive, send)
+        finally:
+            guard.stop()
 
     async def _events(
         self,

@@ -6,6 +6,7 @@ import logging
 import random
 import re
 import sys
+import time
 from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import TextIO
@@ -72,6 +73,18 @@ class RedactingFormatter(logging.Formatter):
     def __init__(self, fmt: str = _FORMAT, *, secrets: Iterable[str] = ()) -> None:
         super().__init__(fmt)
         self.secrets = tuple(s for s in secrets if s)
+        self._second: int | None = None
+        self._stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """The standard ``asctime``, with the date and time part rendered once a second."""
+        if datefmt is not None or self.default_msec_format is None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = second
+        return self.default_msec_format % (self._stamp, record.msecs)
 
     def format(self, record: logging.LogRecord) -> str:
         if not hasattr(record, "request_id"):

@@ -33,8 +33,11 @@ class SSEResponse:
         events: AsyncGenerator[bytes, None],
         *,
         headers: list[tuple[bytes, bytes]] | None = None,
+        guard: DisconnectGuard | None = None,
     ) -> None:
         self.events = events
+        self.guard = guard
+        """The caller's guard to send under (one watcher for a whole request), else a new one."""
         self.raw_headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
@@ -45,7 +48,7 @@ class SSEResponse:
 
     async def __call__(self, receive: Receive, send: Send) -> None:
         try:
-            async with DisconnectGuard(receive):
+            async with self.guard or DisconnectGuard(receive):
                 await send(
                     {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
                 )

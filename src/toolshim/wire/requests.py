@@ -192,7 +192,9 @@ def _plainly_valid(data: Mapping[str, Any]) -> bool:
             ):
                 return False
     choice = data.get("tool_choice")
-    if choice is not None and not (isinstance(choice, dict) or choice in _CHOICES):
+    if choice is not None and not (
+        isinstance(choice, dict) or (isinstance(choice, str) and choice in _CHOICES)
+    ):
         return False
     return all(
         data.get(key) is None or isinstance(data[key], bool)

@@ -4,8 +4,8 @@ exactly (every field toolshim does not interpret is kept in ``extra`` and writte
 from __future__ import annotations
 
 import json
+import random
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,11 +27,12 @@ __all__ = [
 
 
 def new_completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    """``chatcmpl-`` and 24 hex digits (an id, not a secret: no system call for randomness)."""
+    return f"chatcmpl-{random.getrandbits(96):024x}"
 
 
 def usage_from_dict(data: Any) -> Usage | None:
-    if not isinstance(data, Mapping):
+    if data is None or not isinstance(data, Mapping):  # (None, the common case, skips the ABC)
         return None
     known = ("prompt_tokens", "completion_tokens", "total_tokens")
     extra = {k: v for k, v in data.items() if k not in known}
@@ -125,7 +126,7 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
         return [StreamChunk(usage=usage, raw=data)]
     out = []
     for c in choices:
-        if not isinstance(c, Mapping):
+        if type(c) is not dict and not isinstance(c, Mapping):  # (dict first: the ABC is slow)
             raise UpstreamProtocolError("a stream chunk's choice is not an object")
         delta = c.get("delta") or {}
         deltas = []

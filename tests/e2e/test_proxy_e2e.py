@@ -251,3 +251,18 @@ def test_no_rescue_leaves_a_native_reply_as_the_upstream_sent_it(
     )
     assert untouched.choices[0].message.tool_calls is None
     assert untouched.choices[0].message.content == FENCED_CALL
+
+
+def test_no_learn_stores_nothing_about_a_rejection(
+    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess, tmp_path: Any
+) -> None:
+    from toolshim.capabilities.registry import Registry
+
+    registry = tmp_path / "capabilities.sqlite3"
+    proxy = serve("--no-learn", "--registry", str(registry))
+    fake_upstream.script(tools="reject", replies=[CALL_JSON])
+    model = fresh_model()
+    completion = sdk(proxy).chat.completions.create(model=model, messages=MESSAGES, tools=[WEATHER])
+    assert completion.choices[0].message.tool_calls
+    store = Registry.open(registry)
+    assert store.fact(fake_upstream.base_url, model, "native_tools") is None

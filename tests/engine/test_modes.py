@@ -186,6 +186,16 @@ async def test_fallback_believes_a_person_who_says_the_model_has_no_tools() -> N
     assert upstream.calls == 1 and "tools" not in upstream.history[0]
 
 
+async def test_without_learning_a_rejection_is_acted_on_but_not_stored() -> None:
+    upstream = Scripted("reject", needed=True).upstream()
+    engine = Engine(upstream, mode="auto", registry=":memory:", learn=False)
+    first = await engine.acomplete(request())
+    assert first.message.tool_calls and upstream.calls == 2
+    assert engine.registry.fact(upstream.key, "m", "native_tools") is None
+    await engine.acomplete(request())
+    assert upstream.calls == 3  # this process remembers: no second failed attempt
+
+
 async def test_strip_sends_tools_to_a_model_known_to_support_them() -> None:
     upstream = Scripted("native", needed=True).upstream()
     engine = Engine(upstream, mode="strip", registry=":memory:")

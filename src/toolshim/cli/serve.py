@@ -112,6 +112,16 @@ def serve(
             "native replies exactly as the upstream sent them.",
         ),
     ] = True,
+    learn: Annotated[
+        bool,
+        typer.Option(
+            "--learn/--no-learn",
+            envvar="TOOLSHIM_LEARN",
+            help="Store in the registry that a model rejected tools (source runtime_error). "
+            "--no-learn acts on a rejection in this process only (10 minutes) and stores "
+            "nothing.",
+        ),
+    ] = True,
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
@@ -142,6 +152,7 @@ def serve(
                 constrain=constrain,
                 rescue=rescue,
                 registry=store,
+                learn=learn,
             )
             app = create_app(
                 engine,

@@ -72,6 +72,7 @@ class Engine:
         constrain: bool | None = None,
         registry: Registry | str | os.PathLike[str] | None = None,
         api_key: str | None = None,
+        learn: bool = True,
     ) -> None:
         self.upstream: Upstream = (
             OpenAIUpstream(upstream, api_key=api_key) if isinstance(upstream, str) else upstream
@@ -88,6 +89,9 @@ class Engine:
             self.registry = registry
         else:
             self.registry = Registry.open(registry)
+        self.learn = learn
+        """Store what an upstream's tools rejection teaches (False: act on it in this process
+        only, for :data:`REJECTION_MEMORY` seconds; the registry is left as it is)."""
         self._rejected: dict[str, float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -257,6 +261,17 @@ class Engine:
         rejection = match_rejection(error)
         if rejection is None:
             return False
+        turn.warn(f"upstream rejected tools ({error.message})")
+        self._rejected[turn.request.model] = time.monotonic()
+        if not self.learn:
+            log.info(
+                "%s at %s rejected tools (%s); not stored (learning is off), emulating for %d s",
+                turn.request.model,
+                self.upstream.key,
+                rejection.server,
+                REJECTION_MEMORY,
+            )
+            return True
         fact = self.registry.learn(
             self.upstream.key,
             turn.request.model,
@@ -265,8 +280,6 @@ class Engine:
             Source.RUNTIME_ERROR,
             detail=f"{rejection.server}: {error.message}"[:500],
         )
-        turn.warn(f"upstream rejected tools ({error.message})")
-        self._rejected[turn.request.model] = time.monotonic()
         if fact.source is not Source.RUNTIME_ERROR:
             log.warning(
                 "%s rejected tools although the registry says native_tools=%s (source %s); "

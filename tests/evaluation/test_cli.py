@@ -104,6 +104,16 @@ def test_eval_against_an_http_upstream(tmp_path: Path) -> None:
     assert "| bfcl-prompt | 100% | 100% | 100% |" in shown.stdout
     assert chart.read_bytes().startswith(b"\x89PNG")
 
+    # --report-only --config: only that configuration beside the baselines
+    only = CliRunner().invoke(
+        app,
+        ["eval", "--report-only", "--markdown", "--config", "force:json", "-o", str(output)],
+        env={"COLUMNS": "140"},
+    )
+    assert only.exit_code == 0, only.output
+    assert "| force:json |" in only.stdout and "| bfcl-prompt |" in only.stdout
+    assert "| auto |" not in only.stdout
+
 
 @needs_bfcl
 @pytest.mark.parametrize(

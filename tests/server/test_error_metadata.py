@@ -178,3 +178,33 @@ async def test_a_successful_call_still_parses() -> None:
     calls = reply.choices[0].message.tool_calls
     assert calls is not None and calls[0].type == "function"
     assert calls[0].function.name == "get_weather"
+
+
+@pytest.mark.parametrize("tools", [True, False])
+async def test_text_sent_before_an_error_mid_stream_all_reaches_the_caller(tools: bool) -> None:
+    class BreaksAfterThreePieces(FakeUpstream):
+        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+            self.history.append(dict(body))
+            for piece in ({"role": "assistant", "content": ""}, "Hello ", "world ", "and more"):
+                delta = piece if isinstance(piece, dict) else {"content": piece}
+                yield {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                }
+            raise UpstreamStatusError("connection reset mid-stream", status=502)
+
+    async with proxy(BreaksAfterThreePieces([], tools="native")) as p:
+        response = await p.client.post("/v1/chat/completions", json=chat(tools=tools, stream=True))
+    events = sse_events(response.text)
+    text = "".join(
+        e["choices"][0]["delta"].get("content") or ""
+        for e in events
+        if isinstance(e, dict) and e.get("choices")
+    )
+    assert text == "Hello world and more"
+    assert events[-1] == "[DONE]" and events[-2]["error"]["message"] == (
+        "connection reset mid-stream"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -78,6 +80,7 @@ class Dialect(ABC):
 
 _RENDERED: dict[tuple[Any, ...], str] = {}
 _RENDERED_MAX = 256
+_RENDERED_LOCK = threading.Lock()
 
 
 def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
@@ -90,9 +93,12 @@ def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptO
     """
     if type(dialect) not in _PURE_RENDERERS:
         return dialect.render_tools(tools, options)
+    described = [(t.name, t.type, t.description, t.parameters) for t in tools]
     try:
-        shown = orjson.dumps([(t.name, t.type, t.description, t.parameters) for t in tools])
-    except TypeError:
+        shown = orjson.dumps(described)
+        if b"null" in shown:  # orjson writes NaN and Infinity as null too: tell them apart
+            shown = json.dumps(described, allow_nan=True).encode()
+    except (TypeError, ValueError):
         return dialect.render_tools(tools, options)
     choice = options.choice
     key = (
@@ -108,9 +114,10 @@ def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptO
     text = _RENDERED.get(key)
     if text is None:
         text = dialect.render_tools(tools, options)
-        if len(_RENDERED) >= _RENDERED_MAX:
-            _RENDERED.pop(next(iter(_RENDERED)))  # the oldest
-        _RENDERED[key] = text
+        with _RENDERED_LOCK:  # sync engines run their loops in threads of their own
+            while len(_RENDERED) >= _RENDERED_MAX:
+                _RENDERED.pop(next(iter(_RENDERED)))  # the oldest
+            _RENDERED[key] = text
     return text
 
 

@@ -70,6 +70,7 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
     calls: dict[int, list[str]] = {}
     role_sent = False
     previous: StreamChunk | None = None
+    sent = False
     try:
         async for chunk in _route(engine, turn):
             if chunk.role is not None:
@@ -91,6 +92,7 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
                     name_args[1] += delta.arguments or ""
             if previous is not None:
                 yield replace(previous, legacy=True) if legacy else previous
+                sent = True
             previous = chunk
         if legacy and len(calls) > 1:
             turn.warn(dropped_calls_warning(len(calls)))
@@ -102,6 +104,11 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
         yield replace(last, legacy=True) if legacy else last
     except ToolshimError as exc:
         with_meta(exc, turn)
+        # What came before the error is the caller's too; but a stream that failed before
+        # it said anything is left empty, so that the caller gets the error's own status.
+        if previous is not None and (sent or previous.content or previous.tool_calls):
+            held, previous = previous, None
+            yield replace(held, legacy=True) if legacy else held
         raise
 
 

@@ -125,6 +125,12 @@ async def held(
         for data in kept:
             yield raw_chunk(data)
         return
+    # The reply changed (calls rescued or trimmed): what the upstream sent besides the first
+    # choice's text and calls (reasoning, logprobs, other choices) still goes out as it came.
+    for data in kept:
+        rest = _split_first_choice(data)[0]
+        if rest is not None:
+            yield raw_chunk(rest)
     yield StreamChunk(role="assistant")
     if settled.message.text and not settled.tool_calls:
         yield StreamChunk(content=settled.message.text)

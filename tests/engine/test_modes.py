@@ -272,3 +272,15 @@ async def test_a_rejection_overrides_a_stronger_yes_for_a_while() -> None:
     second = await engine.acomplete(request())
     assert upstream.calls == 3, "no second native attempt within the memory window"
     assert second.tool_calls
+
+
+def test_the_library_reads_the_upstream_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolshim.errors import ConfigError
+
+    monkeypatch.setenv("TOOLSHIM_UPSTREAM", "http://127.0.0.1:11434")
+    assert Engine(registry=":memory:").upstream.key == "http://127.0.0.1:11434/v1"
+    monkeypatch.delenv("TOOLSHIM_UPSTREAM")
+    with pytest.raises(ConfigError, match="set TOOLSHIM_UPSTREAM"):
+        Engine(registry=":memory:")

@@ -56,13 +56,14 @@ class Engine:
     >>> reply = engine.complete({"model": "gemma3:1b", "messages": [...], "tools": [...]})
     >>> reply.tool_calls, reply.meta.warnings                            # doctest: +SKIP
 
+    ``upstream`` is a base URL or an :class:`Upstream`; None reads ``TOOLSHIM_UPSTREAM``.
     ``registry`` is a :class:`Registry`, a path to a SQLite store, ``":memory:"``, or None for
     the default store (``TOOLSHIM_REGISTRY`` or the user data dir).
     """
 
     def __init__(
         self,
-        upstream: Upstream | str,
+        upstream: Upstream | str | None = None,
         *,
         mode: str | Mode = Mode.AUTO,
         strategy: str = "single",
@@ -74,6 +75,16 @@ class Engine:
         api_key: str | None = None,
         learn: bool = True,
     ) -> None:
+        if upstream is None:
+            upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
+            if upstream is None:
+                raise ConfigError(
+                    "no upstream: pass one (an OpenAI-compatible base URL such as "
+                    "'http://127.0.0.1:11434/v1', or an Upstream) or set TOOLSHIM_UPSTREAM; for "
+                    "the embedded model, start toolshim.local.EmbeddedServer and pass its "
+                    "base_url",
+                    param="upstream",
+                )
         self.upstream: Upstream = (
             OpenAIUpstream(upstream, api_key=api_key) if isinstance(upstream, str) else upstream
         )

@@ -396,6 +396,15 @@ def register(app: typer.Typer) -> None:
             typer.Option("--markdown", help="Also print the accuracy table as Markdown."),
         ] = False,
     ) -> None:
+        def named_configs() -> list[EvalConfig]:
+            return build_configs(
+                _split(mode),
+                _split(dialect),
+                _split(strategy),
+                _split(config),
+                _split(baseline) or list(BASELINES),
+            )
+
         if report_only:
             try:
                 meta, records = load_report(output)
@@ -406,28 +415,15 @@ def register(app: typer.Typer) -> None:
                 # Only the named configurations (and the baselines): the tables then count
                 # the cases these finished, not the fewer that every configuration did.
                 try:
-                    wanted = build_configs(
-                        _split(mode),
-                        _split(dialect),
-                        _split(strategy),
-                        _split(config),
-                        _split(baseline) or list(BASELINES),
-                    )
+                    labels = {c.label for c in named_configs()}
                 except ToolshimError as exc:
                     err_console.print(Text.assemble(("error: ", "red"), exc.message))
                     raise typer.Exit(2) from None
-                labels = {c.label for c in wanted}
                 records = [r for r in records if r.config in labels]
             _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta))
             return
         try:
-            configs = build_configs(
-                _split(mode),
-                _split(dialect),
-                _split(strategy),
-                _split(config),
-                _split(baseline) or list(BASELINES),
-            )
+            configs = named_configs()
             cases = load_cases(
                 _split(categories) or list(DEFAULT_CATEGORIES),
                 limit=limit or None,

@@ -9,6 +9,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -313,3 +314,22 @@ def test_a_store_that_cannot_be_created_falls_back_to_memory(tmp_path: Path) -> 
     assert registry.store_problem
     registry.learn(UP, "m", "native_tools", "no", Source.RUNTIME_ERROR)
     assert registry.native_tools(UP, "m").value == "no"
+
+
+def test_opening_waits_for_another_process_that_is_setting_up_the_same_file(
+    tmp_path: Path,
+) -> None:
+    """A second process that opens a new store while the first still holds it (writing the
+    schema, switching to WAL) waits instead of failing: SQLite's busy timeout does not cover
+    the journal-mode switch."""
+    path = tmp_path / "new.sqlite3"
+    first = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    first.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, lambda: first.execute("COMMIT"))
+    release.start()
+    try:
+        store = CapabilityStore(path, timeout=5)
+    finally:
+        release.join()
+        first.close()
+    assert store.schema_version == len(MIGRATIONS)

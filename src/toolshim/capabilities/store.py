@@ -112,7 +112,7 @@ class CapabilityStore:
 
     def _open(self) -> sqlite3.Connection:
         try:
-            return self._connect()
+            return self._connect_when_free()
         except StoreError:
             raise
         except OSError as exc:
@@ -134,6 +134,21 @@ class CapabilityStore:
                 f"cannot rebuild the capability store at {self.path}: {again}"
             ) from again
 
+    def _connect_when_free(self) -> sqlite3.Connection:
+        """:meth:`_connect`, tried again while another process holds the file (opening runs
+        steps SQLite's busy timeout does not cover, such as the journal-mode change), until
+        the store's timeout."""
+        deadline = time.monotonic() + self._timeout
+        pause = 0.02
+        while True:
+            try:
+                return self._connect()
+            except sqlite3.OperationalError as exc:
+                if not _transient(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +159,11 @@ class CapabilityStore:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             self._check_ours(conn)  # before anything writes to a file that may not be ours
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
+                # WAL stays set in the file: only the first opening has to switch (and take
+                # the exclusive lock that switching needs).
+                mode = conn.execute("PRAGMA journal_mode").fetchone()
+                if not mode or str(mode[0]).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
             check = conn.execute("PRAGMA quick_check").fetchone()

@@ -52,6 +52,7 @@ from typing import Any
 import platformdirs
 
 from toolshim.dialects import Dialect, PromptOptions, available_dialects, get_dialect
+from toolshim.testing.looping import LOOPING_REPLIES, LOOPING_TOOLS, looping_reply
 from toolshim.types import ToolSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,40 +235,15 @@ def native_json(tools: Sequence[ToolSpec]) -> str:
 
 # -- pathological replies ----------------------------------------------------------------------
 
-PATHOLOGICAL: dict[str, tuple[str, str]] = {
-    "pythonic list never closed": ('[get_weather(city="Paris"), ', "pythonic"),
-    "json call list never closed": (
-        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, ',
-        "json",
-    ),
-    "json objects never closed": (
-        '{"name": "get_weather", "arguments": {"city": "Paris", ',
-        "json",
-    ),
-    "'{tool ' repeated": ("{tool ", "json"),
-    "ever deeper arguments": ('{"city": {"name": ', "json"),
-    "apostrophes in braces": ("{'name': it's ", "json"),
-    "'<tool_call>' repeated": ("<tool_call>", "hermes"),
-    "'get_weather(' lines": ("get_weather(\n", "json"),
-    "answer string never closed": ('{"answer": "' + "Paris is sunny. " * 4096, "json"),
-}
 PATHOLOGICAL_SIZES = (4_000, 16_000, 64_000)
-PATHOLOGICAL_TOOLS = [
-    ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
-]
-
-
-def loop_reply(unit: str, size: int) -> str:
-    """``unit`` repeated up to ``size`` characters: a model looping until ``max_tokens``."""
-    return (unit * (size // len(unit) + 1))[:size]
 
 
 def parse_seconds(dialect: Dialect, text: str, piece: int) -> float:
     start = time.perf_counter()
     if piece <= 0:
-        dialect.parse(text, PATHOLOGICAL_TOOLS)
+        dialect.parse(text, LOOPING_TOOLS)
     else:
-        parser = dialect.parser(PATHOLOGICAL_TOOLS)
+        parser = dialect.parser(LOOPING_TOOLS)
         for i in range(0, len(text), piece):
             parser.feed(text[i : i + piece])
         parser.finish()
@@ -277,7 +253,7 @@ def parse_seconds(dialect: Dialect, text: str, piece: int) -> float:
 def pathological(max_seconds: float) -> None:
     sizes = "".join(f" {f'{n // 1000} KB':>9}" for n in PATHOLOGICAL_SIZES)
     print(f"{'pathological reply (seconds)':<30} {'dialect':<9} {'parse':<7}{sizes}")
-    for label, (unit, name) in PATHOLOGICAL.items():
+    for label, (unit, name) in LOOPING_REPLIES.items():
         dialect = get_dialect(name)
         for piece, how in ((0, "whole"), (8, "stream")):
             cells = []
@@ -287,7 +263,7 @@ def pathological(max_seconds: float) -> None:
                     cells.append(f" {'skipped':>9}")
                     continue
                 try:
-                    previous = parse_seconds(dialect, loop_reply(unit, size), piece)
+                    previous = parse_seconds(dialect, looping_reply(unit, size), piece)
                 except Exception as exc:  # a parser bug is a figure of this table too
                     cells.append(f" {type(exc).__name__[:9]:>9}")
                     previous = math.inf

@@ -17,38 +17,11 @@ from toolshim.dialects import available_dialects, extract, get_dialect, interpre
 from toolshim.dialects._scan import MAX_DEPTH, REPAIR_BUDGET_CHARS, REPAIR_MAX_CHARS, decode_value
 from toolshim.dialects.calls import ToolIndex
 from toolshim.dialects.interpret import interpret_value
-from toolshim.types import ToolSpec
+from toolshim.testing.looping import LOOPING_REPLIES, LOOPING_TOOLS, looping_reply
 
 from .conftest import streamed, whole
 
-TOOLS = [
-    ToolSpec("get_weather", "", {"type": "object", "properties": {"city": {"type": "string"}}})
-]
-
-# What a small model writes when it loops until max_tokens (and some worse texts).
-LOOPS = {
-    "pythonic list never closed": ('[get_weather(city="Paris"), ', "pythonic"),
-    "json call list never closed": (
-        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, ',
-        "json",
-    ),
-    "json objects never closed": (
-        '{"name": "get_weather", "arguments": {"city": "Paris", ',
-        "json",
-    ),
-    "{tool repeated": ("{tool ", "json"),
-    "ever deeper arguments": ('{"city": {"name": ', "json"),
-    "apostrophes in braces": ("{'name': it's ", "json"),
-    "bare call lines never closed": ("get_weather(\n", "json"),
-    "brackets only": ("[", "json"),
-    "escaped json in a string": ('{"name": "get_weather", "arguments": "{\\"city\\": ', "json"),
-    "escaped quotes and braces": ('\\"{', "hermes"),
-    "tags never closed": ("<tool_call>{", "hermes"),
-}
-
-
-def loop(unit: str, size: int) -> str:
-    return (unit * (size // len(unit) + 1))[:size]
+TOOLS = LOOPING_TOOLS
 
 
 @dataclass
@@ -125,12 +98,12 @@ def work(monkeypatch: pytest.MonkeyPatch) -> Work:
     return counted
 
 
-@pytest.mark.parametrize("label", list(LOOPS))
+@pytest.mark.parametrize("label", list(LOOPING_REPLIES))
 def test_a_looping_reply_costs_linear_work(label: str, work: Work) -> None:
-    unit, dialect = LOOPS[label]
+    unit, dialect = LOOPING_REPLIES[label]
     d = get_dialect(dialect)
     size = work.size = 64_000
-    text = loop(unit, size)
+    text = looping_reply(unit, size)
     d.parse(text, TOOLS)
     parser = d.parser(TOOLS)
     for i in range(0, size, 8):

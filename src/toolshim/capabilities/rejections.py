@@ -132,6 +132,12 @@ REJECTIONS: list[Rejection] = [
         "HTTP 400 from xAI; google/adk-python#952",
     ),
     _r(
+        "dashscope (qwen cloud)",
+        r"the tool call is not supported",
+        "<400> InternalError.Algo.InvalidParameter: The tool call is not supported.",
+        "HTTP 400 from Alibaba DashScope's OpenAI-compatible mode; agno-agi/agno#2929",
+    ),
+    _r(
         "zhipu / glm",
         r"'tools' is not supported for model",
         "'tools' is not supported for model glm-3",

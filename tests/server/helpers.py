@@ -7,9 +7,10 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import openai
 
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -118,3 +119,18 @@ def metric(text: str, name: str, **labels: str) -> float:
     pattern = re.escape(name) + (r"\{" + re.escape(label_text) + r"\}" if labels else "")
     match = re.search(rf"^{pattern} ([0-9.e+-]+)$", text, re.MULTILINE)
     return float(match.group(1)) if match else 0.0
+
+
+@asynccontextmanager
+async def sdk(upstream: Upstream, **engine_options: Any) -> AsyncIterator[openai.AsyncOpenAI]:
+    """The real openai SDK talking to the proxy app in-process."""
+    app = create_app(Engine(upstream, registry=Registry(), **engine_options))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://proxy/v1") as http:
+        # The SDK's client type is httpx2's; it takes an httpx client as well.
+        yield openai.AsyncOpenAI(
+            base_url="http://proxy/v1",
+            api_key="sk-test",
+            http_client=cast(Any, http),
+            max_retries=0,
+        )

@@ -3,38 +3,19 @@ once the engine had started serving the turn, and the openai SDK still reads the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import httpx
 import openai
 import pytest
 
-from tests.server.helpers import CALL_JSON, WEATHER, chat, proxy, sse_events
-from toolshim.capabilities.registry import Registry
-from toolshim.engine import Engine
+from tests.server.helpers import CALL_JSON, WEATHER, chat, proxy, sdk, sse_events
 from toolshim.errors import UpstreamStatusError
-from toolshim.server import create_app
 from toolshim.testing import FakeUpstream
 
 UNKNOWN = '{"tool_calls": [{"name": "zz", "arguments": {}}]}'
 ERROR_KEYS = {"message", "type", "param", "code"}
 META_KEYS = {"mode", "emulated", "dialect", "strategy", "llm_calls", "reasks", "warnings"}
-
-
-@asynccontextmanager
-async def sdk(upstream: FakeUpstream, **engine_options: Any) -> AsyncIterator[openai.AsyncOpenAI]:
-    """The real openai SDK talking to the proxy app in-process."""
-    app = create_app(Engine(upstream, registry=Registry(), **engine_options))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy/v1") as http:
-        yield openai.AsyncOpenAI(
-            base_url="http://proxy/v1",
-            api_key="sk-test",
-            http_client=cast(Any, http),
-            max_retries=0,
-        )
 
 
 def error_and_meta(response: httpx.Response, status: int) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,20 +7,14 @@ model that rejects tools and answer in the legacy shape, streamed and not.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, cast
 
-import httpx
 import openai
 import pytest
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import Function
 
-from tests.server.helpers import CALL_JSON, WEATHER
-from toolshim.capabilities.registry import Registry
-from toolshim.engine import Engine
-from toolshim.server import create_app
+from tests.server.helpers import CALL_JSON, WEATHER, sdk
 from toolshim.testing import FakeUpstream, Reply, call
 
 FUNCTION = cast(Function, WEATHER["function"])
@@ -28,21 +22,6 @@ CLOCK: Function = {"name": "get_time", "parameters": {"type": "object", "propert
 ASK: list[ChatCompletionMessageParam] = [
     {"role": "user", "content": "What is the weather in Paris?"}
 ]
-
-
-@asynccontextmanager
-async def sdk(upstream: FakeUpstream, **engine_options: Any) -> AsyncIterator[openai.AsyncOpenAI]:
-    """The real openai SDK talking to the proxy app in-process."""
-    app = create_app(Engine(upstream, registry=Registry(), **engine_options))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy/v1") as http:
-        # The SDK's client type is httpx2's; it takes an httpx client as well.
-        yield openai.AsyncOpenAI(
-            base_url="http://proxy/v1",
-            api_key="sk-test",
-            http_client=cast(Any, http),
-            max_retries=0,
-        )
 
 
 def assert_no_legacy_fields(body: dict[str, Any]) -> None:

@@ -29,26 +29,26 @@ def test_eval_against_an_http_upstream(tmp_path: Path) -> None:
     cases = load_cases(["simple", "irrelevance"], limit=2)
     output = tmp_path / "report.json"
     upstream = FunctionUpstream(OracleModel(cases), models=["oracle-1"])
+
+    def run_args(base_url: str) -> list[str]:
+        return [
+            "eval",
+            "--upstream",
+            base_url,
+            "--categories",
+            "simple,irrelevance",
+            "--limit",
+            "2",
+            "--config",
+            "force:json",
+            "--mode",
+            "auto",
+            "-o",
+            str(output),
+        ]
+
     with serve_fake(upstream) as server:
-        result = CliRunner().invoke(
-            app,
-            [
-                "eval",
-                "--upstream",
-                server.base_url,
-                "--categories",
-                "simple,irrelevance",
-                "--limit",
-                "2",
-                "--config",
-                "force:json",
-                "--mode",
-                "auto",
-                "-o",
-                str(output),
-            ],
-            env={"COLUMNS": "140"},
-        )
+        result = CliRunner().invoke(app, run_args(server.base_url), env={"COLUMNS": "140"})
     assert result.exit_code == 0, result.output
     report = json.loads(output.read_text())
     assert report["meta"]["model"] == "oracle-1"  # the upstream's first model
@@ -73,22 +73,7 @@ def test_eval_against_an_http_upstream(tmp_path: Path) -> None:
     with serve_fake(FunctionUpstream(OracleModel(cases), models=["oracle-1"])) as server:
         again = CliRunner().invoke(
             app,
-            [
-                "eval",
-                "--upstream",
-                server.base_url,
-                "--categories",
-                "simple,irrelevance",
-                "--limit",
-                "2",
-                "--config",
-                "force:json",
-                "--mode",
-                "auto",
-                "-o",
-                str(output),
-                "--resume",
-            ],
+            [*run_args(server.base_url), "--resume"],
         )
     assert again.exit_code == 0, again.output
     assert "0 runs to do" in again.output

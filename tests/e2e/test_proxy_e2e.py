@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -49,8 +51,22 @@ def fallback_proxy(serve: ProxyFactory) -> Process:
     return serve("--mode", "fallback")
 
 
-def sdk(proxy: Process) -> openai.OpenAI:
-    return openai.OpenAI(base_url=proxy.url, api_key="sk-test-caller", max_retries=0, timeout=30)
+Sdk = Callable[[Process], openai.OpenAI]
+
+
+@pytest.fixture
+def sdk() -> Iterator[Sdk]:
+    """Sync openai SDK clients for a proxy, closed after the test (no socket left to the GC)."""
+    with ExitStack() as clients:
+
+        def client(proxy: Process) -> openai.OpenAI:
+            return clients.enter_context(
+                openai.OpenAI(
+                    base_url=proxy.url, api_key="sk-test-caller", max_retries=0, timeout=30
+                )
+            )
+
+        yield client
 
 
 def assert_weather_call(name: str, arguments: str) -> None:
@@ -62,7 +78,7 @@ def assert_weather_call(name: str, arguments: str) -> None:
 
 
 def test_sync_sdk_gets_a_tool_call_from_a_model_that_rejects_tools(
-    auto_proxy: Process, fake_upstream: FakeUpstreamProcess
+    auto_proxy: Process, fake_upstream: FakeUpstreamProcess, sdk: Sdk
 ) -> None:
     fake_upstream.script(tools="reject", replies=[CALL_JSON])
     raw = sdk(auto_proxy).chat.completions.with_raw_response.create(
@@ -84,7 +100,7 @@ def test_sync_sdk_gets_a_tool_call_from_a_model_that_rejects_tools(
 
 
 def test_sync_sdk_gets_a_tool_call_from_a_model_that_ignores_tools(
-    auto_proxy: Process, fake_upstream: FakeUpstreamProcess
+    auto_proxy: Process, fake_upstream: FakeUpstreamProcess, sdk: Sdk
 ) -> None:
     fake_upstream.script(tools="ignore", replies=[FENCED_CALL])
     completion = sdk(auto_proxy).chat.completions.create(
@@ -108,10 +124,10 @@ async def test_async_sdk_gets_a_tool_call(
     assert_weather_call(call.function.name, call.function.arguments)
 
 
-def stream_call(proxy: Process, **extra: Any) -> tuple[str, str, str | None, dict[str, Any]]:
+def stream_call(client: openai.OpenAI, **extra: Any) -> tuple[str, str, str | None, dict[str, Any]]:
     """Stream through the SDK; return (name, arguments, finish_reason, toolshim metadata)."""
     name, arguments, finish, meta = "", "", None, {}
-    stream = sdk(proxy).chat.completions.create(
+    stream = client.chat.completions.create(
         model=fresh_model(), messages=MESSAGES, tools=[WEATHER], stream=True, **extra
     )
     for chunk in stream:
@@ -127,12 +143,12 @@ def stream_call(proxy: Process, **extra: Any) -> tuple[str, str, str | None, dic
 
 @pytest.mark.parametrize("behaviour", ["reject", "ignore"])
 def test_streaming_sdk_gets_a_tool_call(
-    auto_proxy: Process, fake_upstream: FakeUpstreamProcess, behaviour: str
+    auto_proxy: Process, fake_upstream: FakeUpstreamProcess, behaviour: str, sdk: Sdk
 ) -> None:
     fake_upstream.script(
         tools=behaviour, replies=[CALL_JSON if behaviour == "reject" else FENCED_CALL]
     )
-    name, arguments, finish, meta = stream_call(auto_proxy)
+    name, arguments, finish, meta = stream_call(sdk(auto_proxy))
     assert_weather_call(name, arguments)
     assert finish == "tool_calls"
     assert meta["emulated"] is (behaviour == "reject")
@@ -140,11 +156,11 @@ def test_streaming_sdk_gets_a_tool_call(
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_fallback_mode_after_a_plain_text_reply(
-    fallback_proxy: Process, fake_upstream: FakeUpstreamProcess, stream: bool
+    fallback_proxy: Process, fake_upstream: FakeUpstreamProcess, stream: bool, sdk: Sdk
 ) -> None:
     fake_upstream.script(tools="ignore", replies=["I would look that up.", CALL_JSON])
     if stream:
-        name, arguments, finish, meta = stream_call(fallback_proxy)
+        name, arguments, finish, meta = stream_call(sdk(fallback_proxy))
     else:
         completion = sdk(fallback_proxy).chat.completions.create(
             model=fresh_model(), messages=MESSAGES, tools=[WEATHER]
@@ -157,7 +173,7 @@ def test_fallback_mode_after_a_plain_text_reply(
     assert meta["mode"] == "fallback" and meta["llm_calls"] == 2
 
 
-def test_sdk_sees_errors_as_openai_errors(auto_proxy: Process) -> None:
+def test_sdk_sees_errors_as_openai_errors(auto_proxy: Process, sdk: Sdk) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         sdk(auto_proxy).chat.completions.create(
             model=fresh_model(),
@@ -169,7 +185,7 @@ def test_sdk_sees_errors_as_openai_errors(auto_proxy: Process) -> None:
 
 
 def test_models_healthz_and_metrics(
-    auto_proxy: Process, fake_upstream: FakeUpstreamProcess
+    auto_proxy: Process, fake_upstream: FakeUpstreamProcess, sdk: Sdk
 ) -> None:
     models = sdk(auto_proxy).models.list()
     assert [m.id for m in models.data] == ["fake-model"]
@@ -239,7 +255,7 @@ def test_an_unreachable_upstream_is_named_at_start_up(serve: ProxyFactory) -> No
 
 
 def test_no_rescue_leaves_a_native_reply_as_the_upstream_sent_it(
-    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess
+    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess, sdk: Sdk
 ) -> None:
     fake_upstream.script(tools="ignore", replies=[FENCED_CALL, FENCED_CALL])
     rescued = sdk(serve("--mode", "off")).chat.completions.create(
@@ -254,7 +270,7 @@ def test_no_rescue_leaves_a_native_reply_as_the_upstream_sent_it(
 
 
 def test_no_learn_stores_nothing_about_a_rejection(
-    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess, tmp_path: Any
+    serve: ProxyFactory, fake_upstream: FakeUpstreamProcess, tmp_path: Any, sdk: Sdk
 ) -> None:
     from toolshim.capabilities.registry import Registry
 

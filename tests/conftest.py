@@ -1,9 +1,11 @@
 """Shared test set-up: a private capability store per test, and hypothesis tuned for shared CI
 machines (no per-example deadline, no "generation is slow" health check: both measure the
-machine's load, not the code)."""
+machine's load, not the code), and a garbage collection after each test module."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,3 +20,12 @@ def _private_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "capabilities.sqlite3"
     monkeypatch.setenv("TOOLSHIM_REGISTRY", str(path))
     return path
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _collect_garbage_per_module() -> Iterator[None]:
+    """Collect garbage as each module ends: an unclosed socket or file a module's tests leave
+    behind then fails that module's last test (``filterwarnings = error``), not whichever test
+    of another module happens to trigger the collection."""
+    yield
+    gc.collect()

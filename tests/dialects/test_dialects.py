@@ -181,6 +181,30 @@ def test_decision_response_format_admits_exactly_the_valid_replies(dialect: str)
     assert not jsonschema.Draft202012Validator(schema).is_valid(json.loads(bad))
 
 
+def test_the_constrained_schema_puts_an_array_enum_on_its_items() -> None:
+    # enum beside "type": "array" (BFCL live_simple_71-35-0): taken literally no array could
+    # match, and a grammar built from it would force a string where an array is wanted.
+    metrics = ToolSpec(
+        "extract",
+        "",
+        {
+            "type": "object",
+            "properties": {
+                "metrics": {"type": "array", "items": {"type": "string"}, "enum": ["trust", "view"]}
+            },
+            "required": ["metrics"],
+        },
+    )
+    fmt = get_dialect("json").response_format([metrics], AUTO)
+    assert fmt is not None
+    validator = jsonschema.Draft202012Validator(fmt["json_schema"]["schema"])
+    call = {"tool_calls": [{"name": "extract", "arguments": {"metrics": ["view", "trust"]}}]}
+    assert validator.is_valid(call)
+    call["tool_calls"][0]["arguments"]["metrics"] = ["buzz"]
+    assert not validator.is_valid(call)
+    assert metrics.parameters["properties"]["metrics"]["enum"] == ["trust", "view"]  # untouched
+
+
 REPLIES: dict[str, str] = {
     "json": '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]}',
     "hermes": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',

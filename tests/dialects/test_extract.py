@@ -80,6 +80,9 @@ def prose(text: str, **options: Any) -> None:
         '{"name": "get_weather", "arguments": {"city": "Paris"}}}}',
         '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
         "{name: 'get_weather', arguments: {city: 'Paris'}}",
+        # Qwen2.5-Coder-1.5B under the pythonic prompt, now and then (BFCL live_simple_7-3-3)
+        "[\"get_weather(city='Paris')\"]",
+        "```json\n[\"get_weather(city='Paris')\"]\n```",
     ],
 )
 def test_every_shape_yields_the_call(reply: str) -> None:
@@ -174,6 +177,9 @@ def test_parameter_values_follow_the_schema() -> None:
         "Markdown [link](https://example.com) and {placeholder}.",
         "{tool}",
         "In Python: [print(x) for x in y]",
+        '["red logo", "yellow rectangle (left)", "white text"]',
+        '["print(get_weather)", "get_weather(city=\'Paris\')"]',
+        "[\"lookup(city='Paris')\"]",
     ],
 )
 def test_prose_and_code_stay_prose(reply: str) -> None:
@@ -227,3 +233,17 @@ def test_bracket_scan_resumes_across_chunks() -> None:
     assert all(r == -1 for r in results[: end - 1])
     assert find_close("{don't}", 0) == 7
     assert find_close("{'it''s'", 0) == -1
+
+
+@pytest.mark.parametrize(
+    "reply", ["[\"get_weather(city='Paris')\"]", '["get_weather(city=\'Paris\')", "get_time()"]']
+)
+def test_quoted_python_calls_stream_as_they_parse_whole(reply: str) -> None:
+    whole = calls(reply)
+    assert whole[0] == PARIS[0]
+    for size in (1, 3, 7):
+        parser = ReplyParser(TOOLS)
+        segments = [s for i in range(0, len(reply), size) for s in parser.feed(reply[i : i + size])]
+        segments += parser.finish()
+        streamed = [(c.name, c.arguments) for s in segments if s.kind == "calls" for c in s.calls]
+        assert streamed == whole

@@ -68,6 +68,37 @@ async def test_scalar_drift_is_coerced_not_reasked() -> None:
     assert upstream.calls == 1
 
 
+METRICS = {
+    "type": "function",
+    "function": {
+        "name": "extract",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                # enum beside "type": "array" (BFCL live_simple_71-35-0, from a real user's tool)
+                "metrics": {"type": "array", "items": {"type": "string"}, "enum": ["trust", "view"]}
+            },
+            "required": ["metrics"],
+        },
+    },
+}
+
+
+async def test_an_enum_written_on_an_array_is_checked_on_its_items() -> None:
+    good = '{"name": "extract", "arguments": {"metrics": ["view", "trust"]}}'
+    engine, _ = force(good)
+    completion = await engine.acomplete(request(tools=[METRICS]))
+    assert json.loads(completion.message.tool_calls[0].arguments) == {"metrics": ["view", "trust"]}
+    assert completion.meta is not None and completion.meta.reasks == 0
+
+    bad = '{"name": "extract", "arguments": {"metrics": ["buzz"]}}'
+    engine, upstream = force(bad, good)
+    completion = await engine.acomplete(request(tools=[METRICS]))
+    assert completion.meta is not None and completion.meta.reasks == 1
+    correction = upstream.history[1]["messages"][-1]["content"]
+    assert "'buzz' is not one of ['trust', 'view'] (at metrics/0)" in correction
+
+
 async def test_auto_choice_gives_up_with_the_text_and_a_warning() -> None:
     engine, upstream = force('{"tool":"nope"}', '{"tool":"nope"}', 'Sorry: {"tool":"nope"}')
     completion = await engine.acomplete(request())

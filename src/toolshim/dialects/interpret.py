@@ -78,7 +78,10 @@ def interpret_value(
         if not value:
             return NOT_A_CALL
         parts = [
-            interpret_value(v, index, raw, repaired, budget=budget, depth=deeper) for v in value
+            _quoted_call(v, index)
+            if isinstance(v, str)
+            else interpret_value(v, index, raw, repaired, budget=budget, depth=deeper)
+            for v in value
         ]
         if all(p.is_call for p in parts):
             return Interpretation(
@@ -219,6 +222,22 @@ def _arguments(value: Any, budget: RepairBudget | None) -> tuple[Any, str | None
 
 
 # -- Python-style calls ---------------------------------------------------------------------------
+
+
+_QUOTED_CALL_MAX = 64 * 1024
+"""Longer strings in a list are data, never parsed as Python."""
+
+
+def _quoted_call(text: str, index: ToolIndex) -> Interpretation:
+    """A list item that is a Python call written as a string: ``["get_weather(city='Riga')"]``.
+
+    Qwen2.5-Coder-1.5B quotes its calls this way under the pythonic prompt now and then (9 of
+    its 300 BFCL replies). Only calls to offered tools count, so a list of strings that merely
+    looks like code stays data.
+    """
+    if "(" not in text or len(text) > _QUOTED_CALL_MAX:
+        return NOT_A_CALL
+    return interpret_python(text, index, require_known=True)
 
 
 def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> Interpretation:

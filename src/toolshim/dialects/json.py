@@ -15,6 +15,7 @@ from toolshim.dialects._prompt import (
     tools_needing,
 )
 from toolshim.dialects.base import Dialect
+from toolshim.schema_quirks import as_meant
 from toolshim.types import ToolCall, ToolSpec
 
 __all__ = ["JsonDialect"]
@@ -139,7 +140,7 @@ class JsonDialect(Dialect):
                     "type": "object",
                     "properties": {
                         "name": {"const": t.name},
-                        "arguments": bounded(dict(t.parameters) or {"type": "object"}),
+                        "arguments": bounded(as_meant(dict(t.parameters)) or {"type": "object"}),
                     },
                     "required": ["name", "arguments"],
                     "additionalProperties": False,

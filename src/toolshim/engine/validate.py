@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError
 
 from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.schema_quirks import as_meant
 from toolshim.types import ToolChoice, ToolSpec
 
 __all__ = ["Verdict", "coerce_arguments", "reask_message", "validate_calls"]
@@ -132,7 +133,7 @@ def reask_message(
 
 @lru_cache(maxsize=512)
 def _validator(schema_text: str) -> Any:
-    schema = json.loads(schema_text)
+    schema = as_meant(json.loads(schema_text))
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema)

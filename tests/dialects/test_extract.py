@@ -247,3 +247,33 @@ def test_quoted_python_calls_stream_as_they_parse_whole(reply: str) -> None:
         segments += parser.finish()
         streamed = [(c.name, c.arguments) for s in segments if s.kind == "calls" for c in s.calls]
         assert streamed == whole
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        # Qwen2.5-Coder-1.5B, BFCL parallel_5: a keyword argument outside its call
+        ('[get_weather(city="Paris"), get_weather(city="Oslo"), days=3]', "invalid syntax"),
+        # BFCL live_simple_107-64-0: an apostrophe inside single quotes
+        ("[get_weather(city='Paris'), search(query=['I'm here'])]", "line 1"),
+    ],
+)
+def test_a_broken_python_call_list_is_a_broken_call_not_an_answer(reply: str, why: str) -> None:
+    parsed = parse_reply(reply, TOOLS, python_unknown=True)
+    (call,) = parsed.calls
+    assert call.name == "get_weather" and call.arguments is None
+    assert call.problem is not None
+    assert "not valid Python" in call.problem and why in call.problem
+    assert parsed.text == ""
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Try [get_weather(city: Paris)] later.",  # not the start of the reply
+        "[lookup(x=1), y=2]",  # not an offered tool
+        '[get_weather(city="Par',  # cut off (max_tokens): the engine's cut-off rules apply
+    ],
+)
+def test_other_broken_python_lists_stay_text(reply: str) -> None:
+    assert parse_reply(reply, TOOLS, python_unknown=True).calls == ()

@@ -99,6 +99,16 @@ async def test_an_enum_written_on_an_array_is_checked_on_its_items() -> None:
     assert "'buzz' is not one of ['trust', 'view'] (at metrics/0)" in correction
 
 
+async def test_a_python_call_list_that_does_not_parse_is_reasked_with_the_syntax_error() -> None:
+    broken = '[get_weather(city="Paris"), get_weather(city="Oslo"), unit="c"]'
+    engine, upstream = force(broken, CALL_TEXT, dialect="pythonic")
+    completion = await engine.acomplete(request())
+    assert completion.message.tool_calls[0].name == "get_weather"
+    assert completion.meta is not None and completion.meta.reasks == 1
+    correction = upstream.history[1]["messages"][-1]["content"]
+    assert "'get_weather': the list of calls is not valid Python (invalid syntax" in correction
+
+
 async def test_auto_choice_gives_up_with_the_text_and_a_warning() -> None:
     engine, upstream = force('{"tool":"nope"}', '{"tool":"nope"}', 'Sorry: {"tool":"nope"}')
     completion = await engine.acomplete(request())

@@ -61,7 +61,7 @@ from toolshim.dialects._tags import (
 )
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
-from toolshim.dialects.interpret import interpret_python, interpret_value
+from toolshim.dialects.interpret import interpret_python, interpret_value, python_syntax_error
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.types import ToolSpec
 
@@ -78,7 +78,7 @@ _BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]")
 _TRIGGER = re.compile(r"[{\[<`]")
 _FENCE_HEAD = re.compile(r"```([\w+\-.]*)[ \t]*\n?")
 _FENCE_CLOSE = re.compile(r"```")
-_PY_LIST = re.compile(r"\[\s*[\w\-][\w.\-]*\s*\(")
+_PY_LIST = re.compile(r"\[\s*([\w\-][\w.\-]*)\s*\(")
 _LEADING_SPACE = re.compile(r"\s*")
 _MAYBE_CALL = re.compile(r"name|tool|function|calls|[<(`]", re.IGNORECASE)
 _LINE_LEAD = re.compile(
@@ -342,7 +342,8 @@ class ReplyParser:
         end = self.close_of(t)
         if end == TOO_DEEP:
             return None, t + 1  # deeper than any call: data (the brackets inside are read)
-        if end == OPEN:
+        cut_off = end == OPEN
+        if cut_off:
             if not final:
                 return NEED
             end = len(buf)
@@ -350,12 +351,16 @@ class ReplyParser:
         if buf[t] == "[":
             if self._empty_list_declines and candidate.strip() == "[]" and self._starts_reply(t):
                 return Segment("marker", candidate, declined=True), end
-            if _PY_LIST.match(candidate):
+            head = _PY_LIST.match(candidate)
+            if head:
                 meaning = interpret_python(
                     candidate, self.index, require_known=not self._python_unknown
                 )
                 if meaning.calls:
                     return calls_segment(candidate, meaning), end
+                broken = None if cut_off else self._broken_python_list(t, candidate, head.group(1))
+                if broken is not None:
+                    return broken, end
                 # JSON cannot read ``[name(`` as anything but strings: not worth a repair.
                 return None, t + 1
         if _MAYBE_CALL.search(candidate) is None:
@@ -370,6 +375,21 @@ class ReplyParser:
             if not decoded[1]:
                 return None, end  # valid JSON data: an answer that quotes data is an answer
         return None, t + 1
+
+    def _broken_python_list(self, t: int, candidate: str, name: str) -> Segment | None:
+        """A reply that opens with ``[offered_tool(`` and closes its list, but is not valid
+        Python (a keyword argument outside its call, an apostrophe inside single quotes): a
+        call gone wrong, re-asked with the syntax error, not an answer to hand the user."""
+        if not self._starts_reply(t) or self.index.resolve(name) is None:
+            return None
+        why = python_syntax_error(candidate)
+        if why is None:
+            return None
+        problem = (
+            f"the list of calls is not valid Python ({why}); write every argument inside its "
+            "call's parentheses and strings in double quotes"
+        )
+        return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
     def _fence(self, t: int, final: bool) -> Resolution:
         buf = self._buf

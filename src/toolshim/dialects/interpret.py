@@ -260,6 +260,18 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
     return Interpretation(tuple(calls))
 
 
+def python_syntax_error(source: str) -> str | None:
+    """Why ``source`` is not valid Python (``"unterminated string literal, line 1"``), or None."""
+    try:
+        ast.parse(source.strip(), mode="exec")
+    except SyntaxError as exc:
+        where = f", line {exc.lineno}" if exc.lineno else ""
+        return f"{exc.msg}{where}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return type(exc).__name__
+    return None
+
+
 def _ast_calls(source: str) -> list[tuple[str, ast.Call]] | None:
     try:
         tree = ast.parse(source.strip(), mode="exec")

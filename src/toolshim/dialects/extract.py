@@ -61,7 +61,12 @@ from toolshim.dialects._tags import (
 )
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
-from toolshim.dialects.interpret import interpret_python, interpret_value, python_syntax_error
+from toolshim.dialects.interpret import (
+    interpret_python,
+    interpret_value,
+    python_syntax_error,
+    stray_list_item,
+)
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.types import ToolSpec
 
@@ -377,18 +382,26 @@ class ReplyParser:
         return None, t + 1
 
     def _broken_python_list(self, t: int, candidate: str, name: str) -> Segment | None:
-        """A reply that opens with ``[offered_tool(`` and closes its list, but is not valid
-        Python (a keyword argument outside its call, an apostrophe inside single quotes): a
-        call gone wrong, re-asked with the syntax error, not an answer to hand the user."""
+        """A reply that opens with ``[offered_tool(`` and closes its list, but is not a list
+        of calls: not valid Python (a keyword argument outside its call, an apostrophe inside
+        single quotes), or a call followed by a stray value (``[f(x=1), True]``). A call gone
+        wrong, re-asked with what is wrong, not an answer to hand the user."""
         if not self._starts_reply(t) or self.index.resolve(name) is None:
             return None
         why = python_syntax_error(candidate)
-        if why is None:
-            return None
-        problem = (
-            f"the list of calls is not valid Python ({why}); write every argument inside its "
-            "call's parentheses and strings in double quotes"
-        )
+        if why is not None:
+            problem = (
+                f"the list of calls is not valid Python ({why}); write every argument inside "
+                "its call's parentheses and strings in double quotes"
+            )
+        else:
+            stray = stray_list_item(candidate)
+            if stray is None:
+                return None
+            problem = (
+                f"the list of calls also holds {stray}, which is not a call; write every "
+                "argument inside its call's parentheses, as name=value"
+            )
         return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
     def _fence(self, t: int, final: bool) -> Resolution:

@@ -272,6 +272,22 @@ def python_syntax_error(source: str) -> str | None:
     return None
 
 
+def stray_list_item(source: str) -> str | None:
+    """The first item of a Python list that is not a call (``True`` in ``[f(x=1), True]``),
+    as written, or None (not a list, or every item is a call)."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(tree.body, ast.List):
+        return None
+    for item in tree.body.elts:
+        if not isinstance(item, ast.Call):
+            text = ast.get_source_segment(source.strip(), item) or "a value"
+            return text if len(text) <= 80 else text[:77] + "..."
+    return None
+
+
 def _ast_calls(source: str) -> list[tuple[str, ast.Call]] | None:
     try:
         tree = ast.parse(source.strip(), mode="exec")

@@ -258,7 +258,7 @@ def test_quoted_python_calls_stream_as_they_parse_whole(reply: str) -> None:
         ("[get_weather(city='Paris'), search(query=['I'm here'])]", "line 1"),
         # Qwen2.5-Coder-0.5B, BFCL multiple_3 and simple_python_192: a stray value in the list
         ('[get_weather(city="Paris"), True]', "also holds True, which is not a call"),
-        ('[get_weather("Paris"), "celsius"]', "also holds \"celsius\", which is not a call"),
+        ('[get_weather("Paris"), "celsius"]', 'also holds "celsius", which is not a call'),
     ],
 )
 def test_a_broken_python_call_list_is_a_broken_call_not_an_answer(reply: str, why: str) -> None:

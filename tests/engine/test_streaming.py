@@ -212,3 +212,63 @@ async def test_native_text_with_an_invalid_call_streams_as_written() -> None:
         FakeUpstream([Reply(text)], tools="ignore"), mode="auto", registry=":memory:"
     ).acomplete(request())
     assert non_stream.message.content == text
+
+
+UNUSABLE_FENCED = '```json\n{"name": "get_forecast", "arguments": {"city": "Paris"}}\n```'
+"""A call written as text to a tool that is not offered (Qwen2.5-Coder-0.5B natively, BFCL
+simple_python_353: its text named a 'Gluten-Free Dinner' tool)."""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", ["auto", "fallback"])
+async def test_a_native_reply_that_is_only_an_unusable_call_is_emulated(
+    mode: str, stream: bool
+) -> None:
+    upstream = FakeUpstream(
+        [Reply(UNUSABLE_FENCED), '{"name": "get_weather", "arguments": {"city": "Paris"}}'],
+        tools="ignore",
+    )
+    engine = Engine(upstream, mode=mode, registry=":memory:")
+    if stream:
+        result = await collect(engine, request())
+        names, content, meta = (
+            [c["name"] for c in result.calls.values()],
+            result.content,
+            result.meta,
+        )
+    else:
+        completion = await engine.acomplete(request())
+        names = [c.name for c in completion.message.tool_calls]
+        content, meta = completion.message.content or "", completion.meta
+    assert names == ["get_weather"]
+    assert "get_forecast" not in content
+    assert meta is not None and meta.emulated and meta.llm_calls == 2
+    assert any(
+        w.startswith("native reply rejected: its text is a tool call that cannot be used")
+        and "'get_forecast'" in w
+        for w in meta.warnings
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("mode", "text"),
+    [
+        ("off", UNUSABLE_FENCED),  # off never emulates
+        ("auto", f"I would use this:\n{UNUSABLE_FENCED}"),  # prose around it: an answer
+    ],
+)
+async def test_an_unusable_call_in_text_is_left_alone_in_off_or_with_prose(
+    mode: str, text: str, stream: bool
+) -> None:
+    upstream = FakeUpstream([Reply(text)], tools="ignore")
+    engine = Engine(upstream, mode=mode, registry=":memory:")
+    if stream:
+        result = await collect(engine, request())
+        assert result.calls == {} and "get_forecast" in result.content
+    else:
+        completion = await engine.acomplete(request())
+        assert completion.message.tool_calls == () and "get_forecast" in (
+            completion.message.content or ""
+        )
+    assert upstream.calls == 1

@@ -5,7 +5,8 @@ One decision, used by the non-streaming engine and by the held and relayed strea
 * a reply whose text holds valid calls to offered tools (the llama-server habit of answering
   with fenced JSON) is turned into tool calls — the *rescue*;
 * a reply whose native calls break the rules (a tool that does not exist, arguments against
-  its schema, ``tool_choice``) goes to emulation, except in ``off``;
+  its schema, ``tool_choice``) goes to emulation, except in ``off``; so does a reply that is
+  nothing but such a call written as text (prose around it keeps the reply as an answer);
 * a reply with more calls than ``parallel_tool_calls: false`` (or a named function) allows
   keeps the first ones, with a warning;
 * in ``fallback``, a reply without calls to a request that offers tools goes to emulation;
@@ -15,9 +16,11 @@ One decision, used by the non-streaming engine and by the held and relayed strea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from toolshim.dialects import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check, tool_call_message
 from toolshim.engine.nocalls import leak, stripped_warning
@@ -25,9 +28,17 @@ from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.types import Completion, Message, Mode
 
-__all__ = ["WROTE_A_CALL", "native_calls", "native_verdict", "rescue", "settle_native"]
+__all__ = [
+    "WROTE_A_CALL",
+    "native_calls",
+    "native_verdict",
+    "rescue",
+    "settle_native",
+    "unusable_text_call",
+]
 
 WROTE_A_CALL = "native reply rejected: its text is a tool call although tool_choice is 'none'"
+UNUSABLE_TEXT_CALL = "native reply rejected: its text is a tool call that cannot be used: "
 
 
 def native_calls(message: Message) -> list[ParsedCall]:
@@ -59,8 +70,9 @@ def native_verdict(turn: Turn, message: Message) -> Verdict:
     )
 
 
-def rescue(turn: Turn, completion: Completion) -> Completion | None:
-    """A native reply whose text holds valid calls to offered tools, turned into tool calls."""
+def _text_calls(turn: Turn, completion: Completion) -> tuple[ParsedReply, Verdict] | None:
+    """The calls a native reply without ``tool_calls`` writes in its text, checked; None when
+    it writes none."""
     request = turn.request
     if not completion.choices or not request.wants_tools:
         return None
@@ -70,28 +82,47 @@ def rescue(turn: Turn, completion: Completion) -> Completion | None:
     parsed = turn.dialect.parse(message.text, request.function_tools)
     if not parsed.calls:
         return None
-    verdict = check(turn, parsed.calls, completion.finish_reason, native=True)
-    if not verdict.ok:
-        return None
+    return parsed, check(turn, parsed.calls, completion.finish_reason, native=True)
+
+
+def _rescued(turn: Turn, completion: Completion, verdict: Verdict) -> Completion:
     turn.warn(RESCUED_WARNING)
-    calls = replace(tool_call_message(verdict.calls), extra=message.extra)
+    calls = replace(tool_call_message(verdict.calls), extra=completion.message.extra)
     return _with_message(completion, calls, "tool_calls")
+
+
+def rescue(turn: Turn, completion: Completion) -> Completion | None:
+    """A native reply whose text holds valid calls to offered tools, turned into tool calls."""
+    read = _text_calls(turn, completion)
+    if read is None or not read[1].ok:
+        return None
+    return _rescued(turn, completion, read[1])
+
+
+def unusable_text_call(problems: Sequence[str]) -> str:
+    """The warning for a native reply that is nothing but a tool call written as text, unusable
+    (a tool that does not exist, arguments against its schema): the turn is emulated."""
+    return UNUSABLE_TEXT_CALL + "; ".join(problems)
 
 
 def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> Completion | None:
     """The native reply as it should be returned, or None when the turn must be emulated."""
     if not completion.choices:
         return completion
-    if rescue_text:
-        rescued = rescue(turn, completion)
-        if rescued is not None:
-            return rescued
+    read = _text_calls(turn, completion) if rescue_text else None
+    if read is not None and read[1].ok:
+        return _rescued(turn, completion, read[1])
     if turn.mode is Mode.OFF:
         return completion
     message = completion.message
     verdict = native_verdict(turn, message)
     if verdict.problems:
         turn.warn("native reply rejected: " + "; ".join(verdict.problems))
+        return None
+    if read is not None and turn.request.choice.kind != "none" and not read[0].text.strip():
+        # Tool-call JSON in content that cannot be used as it is: emulation (with its
+        # corrections) rather than handing the caller the broken call as the answer.
+        turn.warn(unusable_text_call(read[1].problems))
         return None
     if rescue_text and turn.request.choice.kind == "none" and not message.tool_calls:
         parsed = leak(turn, message.text)

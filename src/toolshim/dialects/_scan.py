@@ -31,7 +31,9 @@ __all__ = [
     "BracketIndex",
     "BracketScan",
     "RepairBudget",
+    "closer_overlap",
     "decode_value",
+    "find_ci",
     "find_close",
     "literal",
     "nested_deeper_than",
@@ -352,3 +354,18 @@ def _source(node: ast.AST) -> str:
     except (ValueError, RecursionError):
         return "(an expression too deep to show)"
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def find_ci(text: str, needle: str, start: int) -> int:
+    """Where ``needle`` first occurs in ``text`` from ``start``, ignoring case; -1 if nowhere."""
+    m = re.compile(re.escape(needle), re.IGNORECASE).search(text, start)
+    return m.start() if m else -1
+
+
+def closer_overlap(buf: str, start: int, closer: str) -> int:
+    """Length of the longest tail of ``buf[start:]`` that is a proper prefix of ``closer``."""
+    low = closer.lower()
+    for size in range(min(len(closer) - 1, len(buf) - start), 0, -1):
+        if low.startswith(buf[len(buf) - size :].lower()):
+            return size
+    return 0

@@ -43,7 +43,15 @@ import re
 from collections.abc import Sequence
 
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
-from toolshim.dialects._scan import OPEN, TOO_DEEP, BracketIndex, RepairBudget, decode_value
+from toolshim.dialects._scan import (
+    OPEN,
+    TOO_DEEP,
+    BracketIndex,
+    RepairBudget,
+    closer_overlap,
+    decode_value,
+    find_ci,
+)
 from toolshim.dialects._tags import (
     DEEPSEEK_OPEN,
     MARKERS,
@@ -61,12 +69,7 @@ from toolshim.dialects._tags import (
 )
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
-from toolshim.dialects.interpret import (
-    interpret_python,
-    interpret_value,
-    python_syntax_error,
-    stray_list_item,
-)
+from toolshim.dialects.interpret import call_list_problem, interpret_python, interpret_value
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.types import ToolSpec
 
@@ -263,13 +266,13 @@ class ReplyParser:
         closer = self._raw_until
         assert closer is not None
         buf = self._buf
-        j = _find_ci(buf, closer, self._pos)
+        j = find_ci(buf, closer, self._pos)
         if j >= 0:
             out.append(Segment("text", buf[self._pos : j + len(closer)]))
             self._advance(j + len(closer))
             self._raw_until = None
             return True
-        end = len(buf) if final else len(buf) - _overlap(buf, self._pos, closer)
+        end = len(buf) if final else len(buf) - closer_overlap(buf, self._pos, closer)
         out.append(Segment("text", buf[self._pos : end]))
         self._advance(end)
         if final:
@@ -382,26 +385,13 @@ class ReplyParser:
         return None, t + 1
 
     def _broken_python_list(self, t: int, candidate: str, name: str) -> Segment | None:
-        """A reply that opens with ``[offered_tool(`` and closes its list, but is not a list
-        of calls: not valid Python (a keyword argument outside its call, an apostrophe inside
-        single quotes), or a call followed by a stray value (``[f(x=1), True]``). A call gone
-        wrong, re-asked with what is wrong, not an answer to hand the user."""
+        """A reply that opens with ``[offered_tool(`` and closes its list, yet is not a list of
+        calls: a call gone wrong, re-asked with what is wrong, not an answer for the user."""
         if not self._starts_reply(t) or self.index.resolve(name) is None:
             return None
-        why = python_syntax_error(candidate)
-        if why is not None:
-            problem = (
-                f"the list of calls is not valid Python ({why}); write every argument inside "
-                "its call's parentheses and strings in double quotes"
-            )
-        else:
-            stray = stray_list_item(candidate)
-            if stray is None:
-                return None
-            problem = (
-                f"the list of calls also holds {stray}, which is not a call; write every "
-                "argument inside its call's parentheses, as name=value"
-            )
+        problem = call_list_problem(candidate)
+        if problem is None:
+            return None
         return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
     def _fence(self, t: int, final: bool) -> Resolution:
@@ -508,17 +498,3 @@ def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
     """Where a pattern that may match nothing (``\\s*``) stops, from ``pos``."""
     m = pattern.match(text, pos)
     return m.end() if m is not None else pos
-
-
-def _find_ci(text: str, needle: str, start: int) -> int:
-    m = re.compile(re.escape(needle), re.IGNORECASE).search(text, start)
-    return m.start() if m else -1
-
-
-def _overlap(buf: str, start: int, closer: str) -> int:
-    """Length of the longest tail of ``buf[start:]`` that is a proper prefix of ``closer``."""
-    low = closer.lower()
-    for size in range(min(len(closer) - 1, len(buf) - start), 0, -1):
-        if low.startswith(buf[len(buf) - size :].lower()):
-            return size
-    return 0

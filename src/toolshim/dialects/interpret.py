@@ -260,6 +260,25 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
     return Interpretation(tuple(calls))
 
 
+def call_list_problem(source: str) -> str | None:
+    """What is wrong with a Python list of calls that did not read as one, for the re-ask: not
+    valid Python (a keyword argument outside its call, an apostrophe inside single quotes), or
+    an item that is not a call (``[f(x=1), True]``). None when neither is the case."""
+    why = python_syntax_error(source)
+    if why is not None:
+        return (
+            f"the list of calls is not valid Python ({why}); write every argument inside its "
+            "call's parentheses and strings in double quotes"
+        )
+    stray = stray_list_item(source)
+    if stray is not None:
+        return (
+            f"the list of calls also holds {stray}, which is not a call; write every argument "
+            "inside its call's parentheses, as name=value"
+        )
+    return None
+
+
 def python_syntax_error(source: str) -> str | None:
     """Why ``source`` is not valid Python (``"unterminated string literal, line 1"``), or None."""
     try:

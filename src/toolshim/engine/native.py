@@ -6,7 +6,8 @@ One decision, used by the non-streaming engine and by the held and relayed strea
   with fenced JSON) is turned into tool calls — the *rescue*;
 * a reply whose native calls break the rules (a tool that does not exist, arguments against
   its schema, ``tool_choice``) goes to emulation, except in ``off``; so does a reply that is
-  nothing but such a call written as text (prose around it keeps the reply as an answer);
+  nothing but a call to an offered tool written as text, unusable (prose around it, or a
+  made-up tool name, keeps the reply as an answer);
 * a reply with more calls than ``parallel_tool_calls: false`` (or a named function) allows
   keeps the first ones, with a warning;
 * in ``fallback``, a reply without calls to a request that offers tools goes to emulation;
@@ -30,6 +31,7 @@ from toolshim.types import Completion, Message, Mode
 
 __all__ = [
     "WROTE_A_CALL",
+    "emulates_text_calls",
     "native_calls",
     "native_verdict",
     "rescue",
@@ -99,6 +101,25 @@ def rescue(turn: Turn, completion: Completion) -> Completion | None:
     return _rescued(turn, completion, read[1])
 
 
+def emulates_text_calls(turn: Turn, calls: Sequence[ParsedCall], prose: str) -> bool:
+    """Is a native reply whose text holds ``calls`` (which failed the checks) emulated?
+
+    Only in ``auto`` and ``fallback`` (``off`` never emulates), only when the reply is nothing
+    but the calls, and only when they name offered tools: the model meant that tool and got
+    its arguments wrong, which emulation's corrections fix. A made-up tool name is left as
+    text: measured on BFCL (Qwen2.5-Coder-0.5B, docs/results.md), emulating those turned
+    replies to questions no tool fits into calls of the wrong tool.
+    """
+    offered = {t.name for t in turn.request.function_tools}
+    return (
+        turn.mode is not Mode.OFF
+        and turn.request.choice.kind != "none"
+        and not prose.strip()
+        and bool(calls)
+        and all(c.name in offered for c in calls)
+    )
+
+
 def unusable_text_call(problems: Sequence[str]) -> str:
     """The warning for a native reply that is nothing but a tool call written as text, unusable
     (a tool that does not exist, arguments against its schema): the turn is emulated."""
@@ -119,7 +140,7 @@ def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> C
     if verdict.problems:
         turn.warn("native reply rejected: " + "; ".join(verdict.problems))
         return None
-    if read is not None and turn.request.choice.kind != "none" and not read[0].text.strip():
+    if read is not None and emulates_text_calls(turn, read[0].calls, read[0].text):
         # Tool-call JSON in content that cannot be used as it is: emulation (with its
         # corrections) rather than handing the caller the broken call as the answer.
         turn.warn(unusable_text_call(read[1].problems))

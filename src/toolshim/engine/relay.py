@@ -19,7 +19,12 @@ from typing import Any
 from toolshim.dialects.extract import ReplyParser
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check
-from toolshim.engine.native import WROTE_A_CALL, settle_native, unusable_text_call
+from toolshim.engine.native import (
+    WROTE_A_CALL,
+    emulates_text_calls,
+    settle_native,
+    unusable_text_call,
+)
 from toolshim.engine.nocalls import stripped_warning, writes_a_call
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
@@ -32,7 +37,7 @@ from toolshim.engine.stream_parts import (
 )
 from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.errors import UpstreamError
-from toolshim.types import Completion, Mode, StreamChunk, ToolCallDelta
+from toolshim.types import Completion, StreamChunk, ToolCallDelta
 from toolshim.wire.openai import chunk_from_dict, completion_from_dict
 from toolshim.wire.responses import merge_delta_fields
 
@@ -102,12 +107,7 @@ async def relay(
             for chunk in call_chunks(verdict.calls):
                 yield chunk
             finish = "tool_calls"
-        elif (
-            calls
-            and turn.mode is not Mode.OFF
-            and turn.request.choice.kind != "none"
-            and not (gate.emitted + gate.after_call).strip()
-        ):
+        elif emulates_text_calls(turn, calls, gate.emitted + gate.after_call):
             # Nothing but a call written as text, unusable: emulated, as settle_native does.
             turn.warn(unusable_text_call(verdict.problems))
             raise NeedsEmulation

@@ -264,47 +264,27 @@ def call_list_problem(source: str) -> str | None:
     """What is wrong with a Python list of calls that did not read as one, for the re-ask: not
     valid Python (a keyword argument outside its call, an apostrophe inside single quotes), or
     an item that is not a call (``[f(x=1), True]``). None when neither is the case."""
-    why = python_syntax_error(source)
-    if why is not None:
-        return (
-            f"the list of calls is not valid Python ({why}); write every argument inside its "
-            "call's parentheses and strings in double quotes"
-        )
-    stray = stray_list_item(source)
-    if stray is not None:
-        return (
-            f"the list of calls also holds {stray}, which is not a call; write every argument "
-            "inside its call's parentheses, as name=value"
-        )
-    return None
-
-
-def python_syntax_error(source: str) -> str | None:
-    """Why ``source`` is not valid Python (``"unterminated string literal, line 1"``), or None."""
+    text = source.strip()
     try:
-        ast.parse(source.strip(), mode="exec")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         where = f", line {exc.lineno}" if exc.lineno else ""
-        return f"{exc.msg}{where}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return type(exc).__name__
-    return None
-
-
-def stray_list_item(source: str) -> str | None:
-    """The first item of a Python list that is not a call (``True`` in ``[f(x=1), True]``),
-    as written, or None (not a list, or every item is a call)."""
-    try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (
+            f"the list of calls is not valid Python ({exc.msg}{where}); write every argument "
+            "inside its call's parentheses and strings in double quotes"
+        )
+    except (ValueError, RecursionError, MemoryError):
         return None
-    if not isinstance(tree.body, ast.List):
+    items = tree.body.elts if isinstance(tree.body, ast.List) else []
+    stray = next((item for item in items if not isinstance(item, ast.Call)), None)
+    if stray is None:
         return None
-    for item in tree.body.elts:
-        if not isinstance(item, ast.Call):
-            text = ast.get_source_segment(source.strip(), item) or "a value"
-            return text if len(text) <= 80 else text[:77] + "..."
-    return None
+    shown = ast.get_source_segment(text, stray) or "a value"
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return (
+        f"the list of calls also holds {shown}, which is not a call; write every argument "
+        "inside its call's parentheses, as name=value"
+    )
 
 
 def _ast_calls(source: str) -> list[tuple[str, ast.Call]] | None:

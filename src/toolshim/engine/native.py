@@ -121,8 +121,8 @@ def emulates_text_calls(turn: Turn, calls: Sequence[ParsedCall], prose: str) -> 
 
 
 def unusable_text_call(problems: Sequence[str]) -> str:
-    """The warning for a native reply that is nothing but a tool call written as text, unusable
-    (a tool that does not exist, arguments against its schema): the turn is emulated."""
+    """The warning for a native reply that is nothing but a call to an offered tool written as
+    text, its arguments unusable (see :func:`emulates_text_calls`): the turn is emulated."""
     return UNUSABLE_TEXT_CALL + "; ".join(problems)
 
 

@@ -1,4 +1,4 @@
-"""The one exception tree of toolshim, and how each error maps onto an OpenAI error body.
+"""The one exception tree of toolshim, each error with its HTTP status (no wire JSON here).
 
 ::
 
@@ -15,8 +15,9 @@
     ├── LocalModelError              the embedded local model cannot be set up or started
     └── AgentLimitError              an agent run hit a safeguard and raise_on_limit was set
 
-Every error knows its HTTP status and OpenAI error ``type``/``code`` so that the proxy maps
-failures in exactly one place (:func:`error_body`). An error that ends a turn the engine had
+Every error knows its HTTP status and its ``type``/``code`` labels; each protocol's codec in
+``toolshim.wire`` writes them in its own error shape (OpenAI ``{"error": {...}}``, Anthropic
+``{"type": "error", ...}``). An error that ends a turn the engine had
 started carries that turn's ``toolshim`` metadata in ``meta`` (the proxy sends it beside
 ``error``).
 """
@@ -189,28 +190,11 @@ class AgentLimitError(ToolshimError):
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
-    """Map any exception onto an HTTP status and an OpenAI error body.
+    """The HTTP status and OpenAI error body for ``exc`` (kept for importers: the body is
+    written by the chat-completions codec, :func:`toolshim.wire.openai_chat.error_body`)."""
+    from toolshim.wire.openai_chat import error_body as openai_error_body
 
-    Unknown exceptions become a 500 whose message names only the exception type, never a
-    traceback.
-    """
-    if isinstance(exc, ToolshimError):
-        return exc.status, {
-            "error": {
-                "message": exc.message,
-                "type": exc.error_type,
-                "param": exc.param,
-                "code": exc.code,
-            }
-        }
-    return 500, {
-        "error": {
-            "message": f"internal error ({type(exc).__name__}); see the toolshim log",
-            "type": "internal_error",
-            "param": None,
-            "code": None,
-        }
-    }
+    return openai_error_body(exc)
 
 
 def upstream_error_fields(body: Any) -> Mapping[str, Any]:

@@ -290,8 +290,9 @@ class Completion:
         return self.choices[0].finish_reason if self.choices else None
 
     def to_openai(self) -> dict[str, Any]:
-        """This completion as the OpenAI JSON object (with the ``toolshim`` key when set)."""
-        from toolshim.wire.openai import completion_to_dict
+        """This completion as the OpenAI JSON object (with the ``toolshim`` key when set),
+        written by the chat-completions codec (:mod:`toolshim.wire.openai_chat`)."""
+        from toolshim.wire.openai_chat import completion_to_dict
 
         return completion_to_dict(self)
 

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -27,17 +27,16 @@ from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
-from toolshim.engine import streaming
+from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulate, emulation_body
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import EngineOptions
-from toolshim.engine.turn import Turn, with_meta
-from toolshim.errors import ConfigError, ToolshimError, UpstreamError
+from toolshim.engine.turn import Turn
+from toolshim.errors import ConfigError, UpstreamError
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
-from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import parse_request, request_to_body
 
 __all__ = ["Engine"]
@@ -128,6 +127,21 @@ class Engine:
 
     # -- public API -------------------------------------------------------------------------
 
+    def answer(
+        self,
+        request: ChatRequest | Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        warnings: Iterable[str] = (),
+        **overrides: Any,
+    ) -> Answer:
+        """One request, ready to be served: ``await answer.complete()`` or iterate
+        ``answer.stream()`` (see :mod:`toolshim.engine.api`). ``headers`` go upstream,
+        ``warnings`` join the metadata's (what a protocol's decoder had to drop),
+        ``overrides`` are per-request options (``mode``, ``dialect`` …). A malformed request
+        or a bad option raises here."""
+        return Answer(self, self.turn(request, headers=headers, **overrides), warnings)
+
     async def acomplete(
         self,
         request: ChatRequest | Mapping[str, Any],
@@ -136,19 +150,7 @@ class Engine:
         **overrides: Any,
     ) -> Completion:
         """Serve one request; the completion carries the ``toolshim`` metadata in ``meta``."""
-        turn = self.turn(request, headers=headers, **overrides)
-        try:
-            completion = await self._serve(turn)
-        except ToolshimError as exc:
-            with_meta(exc, turn)
-            raise
-        legacy = turn.request.legacy_functions
-        if legacy and len(completion.tool_calls) > 1:
-            turn.warn(dropped_calls_warning(len(completion.tool_calls)))
-        turn.warn_repeats((c.name, c.arguments) for c in completion.tool_calls)
-        return replace(
-            completion, usage=turn.usage or completion.usage, meta=turn.meta(), legacy=legacy
-        )
+        return await self.answer(request, headers=headers, **overrides).complete()
 
     async def astream(
         self,
@@ -158,8 +160,7 @@ class Engine:
         **overrides: Any,
     ) -> AsyncIterator[StreamChunk]:
         """Serve one request as a stream of chunks; the last chunk carries the metadata."""
-        turn = self.turn(request, headers=headers, **overrides)
-        async for chunk in streaming.serve(self, turn):
+        async for chunk in self.answer(request, headers=headers, **overrides).stream():
             yield chunk
 
     def complete(

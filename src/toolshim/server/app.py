@@ -1,4 +1,5 @@
-"""The proxy's ASGI app: routes, request ids, OpenAI-shaped errors for everything, shutdown."""
+"""The proxy's ASGI app: protocol routes (see :mod:`.routes`), the other endpoints, request
+ids, errors in the shape of the protocol a path belongs to, shutdown."""
 
 from __future__ import annotations
 
@@ -7,35 +8,39 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, assert_never
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolshim import __version__
 from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
 from toolshim.server.asgi import (
+    EMULATED_HEADER,
     JSONBody,
-    error_response,
-    error_status_body,
+    emulated_value,
+    error_meta,
     forwarded_headers,
+    log_failure,
     send_json,
 )
-from toolshim.server.chat import ChatCompletions, ServerSettings
+from toolshim.server.endpoint import ProtocolEndpoint, ServerSettings
 from toolshim.server.logs import REQUEST_ID, new_request_id
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
+from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
+from toolshim.wire.base import Codec
 
 __all__ = ["ROUTES", "ProxyApp", "create_app"]
 
 log = logging.getLogger("toolshim.server")
 
 ROUTES = (
-    "POST /v1/chat/completions",
+    *(f"POST {route.path}" for route in PROTOCOLS),
     "GET /v1/models",
     "GET /healthz",
     "GET /metrics",
@@ -87,22 +92,48 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
         lifespan=lifespan,
     )
-    return ProxyApp(ChatCompletions(engine, metrics, settings), starlette)
+    handlers: dict[str, ASGIApp] = {}
+    for route in PROTOCOLS:
+        handler = _handler(route.kind, route.codec, engine, metrics, settings)
+        handlers.update(dict.fromkeys(route.paths, handler))
+    return ProxyApp(handlers, starlette, engine, metrics, settings)
+
+
+def _handler(
+    kind: Kind, codec: Codec, engine: Engine, metrics: Metrics, settings: ServerSettings
+) -> ASGIApp:
+    match kind:
+        case Kind.SERVE:
+            return ProtocolEndpoint(codec, engine, metrics, settings)
+        case Kind.COUNT_TOKENS:
+            from toolshim.server.tokens import CountTokens
+
+            return CountTokens(codec, engine, settings)
+        case _:
+            assert_never(kind)
 
 
 class ProxyApp:
-    """The proxy's ASGI app: chat completions on a lean path, every other route via Starlette.
+    """The proxy's ASGI app: protocol routes on a lean path, every other route via Starlette.
 
     Each HTTP request gets an id (the caller's ``x-request-id`` when it is a sane token) that
     tags its log lines and comes back in the ``x-request-id`` response header.
     """
 
-    def __init__(self, chat: ChatCompletions, starlette: Starlette) -> None:
-        self.chat = chat
+    def __init__(
+        self,
+        handlers: dict[str, ASGIApp],
+        starlette: Starlette,
+        engine: Engine,
+        metrics: Metrics,
+        settings: ServerSettings,
+    ) -> None:
+        self.handlers = handlers
+        """The protocol routes' handlers by path (POST only)."""
         self.starlette = starlette
-        self.engine = chat.engine
-        self.metrics = chat.metrics
-        self.settings = chat.settings
+        self.engine = engine
+        self.metrics = metrics
+        self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,18 +146,15 @@ class ProxyApp:
                 break
         token = REQUEST_ID.set(new_request_id(offered))
         try:
-            if scope["path"] in _CHAT_PATHS:
-                if scope["method"] == "POST":
-                    await self.chat(scope, receive, send)
-                else:
-                    await _wrong_method(scope, send)
-            else:
+            handler = self.handlers.get(scope["path"])
+            if handler is None:
                 await self.starlette(scope, receive, send)
+            elif scope["method"] == "POST":
+                await handler(scope, receive, send)
+            else:
+                await _wrong_method(scope, send)
         finally:
             REQUEST_ID.reset(token)
-
-
-_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/chat/completions/"})
 
 
 async def _wrong_method(scope: Scope, send: Send) -> None:
@@ -134,8 +162,20 @@ async def _wrong_method(scope: Scope, send: Send) -> None:
         f"{scope['method']} is not allowed on {scope['path']}; send a POST with a JSON body"
     )
     error.status = 405
-    status, body = error_status_body(error)
+    status, body = codec_for_path(scope["path"]).error(error)
+    log_failure(error, status)
     await send_json(send, status, body, [(b"allow", b"POST")])
+
+
+def error_response(exc: BaseException, path: str) -> Response:
+    """The error response for ``exc`` in the shape of the protocol ``path`` belongs to."""
+    status, body = codec_for_path(path).error(exc)
+    log_failure(exc, status)
+    headers = {"x-request-id": REQUEST_ID.get()}
+    meta = error_meta(exc)
+    if meta is not None:
+        headers[EMULATED_HEADER.decode()] = emulated_value(meta).decode()
+    return JSONBody(body, status_code=status, headers=headers)
 
 
 class _Endpoints:
@@ -151,7 +191,7 @@ class _Endpoints:
         try:
             listing = await self.engine.upstream.list_models(headers=headers)
         except Exception as exc:
-            return error_response(exc, {"x-request-id": REQUEST_ID.get()})
+            return error_response(exc, request.url.path)
         return JSONBody(listing)
 
     async def healthz(self, request: Request) -> Response:
@@ -202,8 +242,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         message = str(exc.detail)
     error = InvalidRequestError(message, code="not_found" if exc.status_code == 404 else None)
     error.status = exc.status_code
-    return error_response(error, {"x-request-id": REQUEST_ID.get()})
+    return error_response(error, request.url.path)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
-    return error_response(exc, {"x-request-id": REQUEST_ID.get()})
+    return error_response(exc, request.url.path)

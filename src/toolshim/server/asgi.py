@@ -28,6 +28,7 @@ __all__ = [
     "error_status_body",
     "forwarded_headers",
     "header_overrides",
+    "log_failure",
     "read_body",
     "request_headers",
     "send_json",
@@ -146,13 +147,18 @@ def error_status_body(
     meta = meta or error_meta(exc)
     if meta is not None:
         body["toolshim"] = meta.to_dict()
+    log_failure(exc, status)
+    return status, body
+
+
+def log_failure(exc: BaseException, status: int) -> None:
+    """Log a failed request as it deserves: upstream trouble, a bad request, or a bug."""
     if isinstance(exc, UpstreamError):
         log.warning("upstream error → %d: %s", status, exc.message)
     elif isinstance(exc, ToolshimError):
         log.info("request failed → %d %s: %s", status, exc.error_type, exc.message)
     else:
         log.error("internal error → %d", status, exc_info=exc)
-    return status, body
 
 
 def forwarded_headers(headers: Mapping[str, str], upstream_api_key: str | None) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""``POST /v1/chat/completions``: one request through the engine, as JSON or as server-sent events."""
+"""One protocol's serving endpoint (chat completions, messages …): read the body, decode it
+with the route's codec, serve it on the engine, answer in JSON or server-sent events, count."""
 
 from __future__ import annotations
 
@@ -10,27 +11,27 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from toolshim.engine import Engine, streaming
-from toolshim.engine.turn import Turn, describe_body
+from toolshim.engine import Answer, Engine
+from toolshim.errors import ToolshimError
 from toolshim.server.asgi import (
     EMULATED_HEADER,
     DisconnectGuard,
     decode_json_object,
     emulated_value,
     error_meta,
-    error_status_body,
     forwarded_headers,
     header_overrides,
+    log_failure,
     read_body,
     request_headers,
     send_json,
 )
 from toolshim.server.metrics import Metrics
-from toolshim.server.sse import DONE, SSEResponse, event
+from toolshim.server.sse import SSEResponse
 from toolshim.types import Completion, Metadata, Mode, StreamChunk
-from toolshim.wire.openai import chunk_to_dict, new_completion_id
+from toolshim.wire.base import Codec, StreamEncoder
 
-__all__ = ["ChatCompletions", "ServerSettings", "wants_stream"]
+__all__ = ["CLIENT_CLOSED", "ProtocolEndpoint", "ServerSettings", "wants_stream"]
 
 log = logging.getLogger("toolshim.server")
 engine_log = logging.getLogger("toolshim.engine")
@@ -65,25 +66,17 @@ class ServerSettings:
     """Seconds ``/healthz`` waits for the upstream."""
 
 
-def _wire_chunk(chunk: StreamChunk, ids: dict[str, Any]) -> dict[str, Any]:
-    """A chunk as JSON with one id and time for the whole stream: an upstream chunk relayed as
-    it came gets the stream's id and time, and lends its model name to the chunks made here."""
-    out = chunk_to_dict(chunk, **ids)
-    if chunk.raw is not None:
-        out["id"], out["created"] = ids["id"], ids["created"]
-        if isinstance(out.get("model"), str) and out["model"]:
-            ids["model"] = out["model"]
-    return out
-
-
-class ChatCompletions:
-    """The chat-completions endpoint as a lean ASGI handler: decode, serve, answer, count.
+class ProtocolEndpoint:
+    """A protocol's serving route as a lean ASGI handler: decode, serve, answer, count.
 
     It is the proxy's hot path, so it reads the body and writes the answer with plain ASGI
     messages rather than through a framework's request and response objects.
     """
 
-    def __init__(self, engine: Engine, metrics: Metrics, settings: ServerSettings) -> None:
+    def __init__(
+        self, codec: Codec, engine: Engine, metrics: Metrics, settings: ServerSettings
+    ) -> None:
+        self.codec = codec
         self.engine = engine
         self.metrics = metrics
         self.settings = settings
@@ -92,7 +85,7 @@ class ChatCompletions:
         started = time.perf_counter()
         headers = request_headers(scope)
         payload: dict[str, Any] = {}
-        overrides: dict[str, str] = {}
+        overrides: Mapping[str, Any] = header_overrides(headers)
         stream = False
         try:
             body = await read_body(receive)
@@ -101,23 +94,21 @@ class ChatCompletions:
                 return
             payload = decode_json_object(body)
             self._choose_model(payload)
-            overrides = header_overrides(headers)
-            upstream_headers = forwarded_headers(headers, self.settings.upstream_api_key)
-            stream = wants_stream(payload.get("stream"))
-            if engine_log.isEnabledFor(logging.DEBUG):
-                engine_log.debug(
-                    "← client request (stream=%s, overrides=%s)\n%s",
-                    stream,
-                    overrides or payload.get("toolshim") or {},
-                    describe_body(payload),
-                )
+            stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
+            decoded = self.codec.decode(payload)
+            overrides = {**decoded.overrides, **overrides}
+            stream = decoded.request.stream
+            answer = self.engine.answer(
+                decoded.request,
+                headers=forwarded_headers(headers, self.settings.upstream_api_key),
+                warnings=decoded.warnings,
+                **overrides,
+            )
             if stream:
-                await self._stream(receive, send, payload, upstream_headers, overrides, started)
+                await self._stream(receive, send, answer, payload, overrides, started)
                 return
             async with DisconnectGuard(receive) as guard:
-                completion = await self.engine.acomplete(
-                    payload, headers=upstream_headers, **overrides
-                )
+                completion = await answer.complete()
         except Exception as exc:
             await self._failed(send, exc, payload, overrides, started, stream)
             return
@@ -126,8 +117,8 @@ class ChatCompletions:
             return
         meta = completion.meta
         outcome = "tool_calls" if completion.tool_calls else "text"
-        emulated = emulated_value(meta)
-        await send_json(send, 200, completion.to_openai(), [(EMULATED_HEADER, emulated)])
+        data = self.codec.encode(completion, answer.request)
+        await send_json(send, 200, data, [(EMULATED_HEADER, emulated_value(meta))])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 
     # -- streaming ----------------------------------------------------------------------------
@@ -136,13 +127,12 @@ class ChatCompletions:
         self,
         receive: Receive,
         send: Send,
+        answer: Answer,
         payload: dict[str, Any],
-        upstream_headers: dict[str, str],
-        overrides: dict[str, str],
+        overrides: Mapping[str, Any],
         started: float,
     ) -> None:
-        turn = self.engine.turn(payload, headers=upstream_headers, **overrides)
-        chunks = streaming.serve(self.engine, turn)
+        chunks = answer.stream()
         # Wait for the first chunk before answering: an upstream that fails before streaming
         # anything gets a real HTTP error status, and the emulated header is known by then.
         guard = DisconnectGuard(receive, blocks=2)  # this wait, then the sending
@@ -151,10 +141,11 @@ class ChatCompletions:
                 first = await chunks.__anext__()
             if guard.disconnected:
                 await _aclose(chunks)
-                self._finish(payload, overrides, "client_closed", turn.meta(), started, 499, True)
+                self._finish(payload, overrides, "client_closed", answer.meta(), started, 499, True)
                 return
-            emulated = b"true" if turn.emulated else b"false"
-            events = self._events(turn, first, chunks, payload, overrides, started)
+            emulated = b"true" if answer.emulated else b"false"
+            encoder = self.codec.stream_encoder(answer.request)
+            events = self._events(answer, encoder, first, chunks, payload, overrides, started)
             response = SSEResponse(events, headers=[(EMULATED_HEADER, emulated)], guard=guard)
             await response(receive, send)
         finally:
@@ -162,40 +153,41 @@ class ChatCompletions:
 
     async def _events(
         self,
-        turn: Turn,
+        answer: Answer,
+        encoder: StreamEncoder,
         first: StreamChunk,
         chunks: AsyncIterator[StreamChunk],
         payload: dict[str, Any],
-        overrides: dict[str, str],
+        overrides: Mapping[str, Any],
         started: float,
     ) -> AsyncGenerator[bytes, None]:
-        ids: dict[str, Any] = {
-            "id": new_completion_id(),
-            "model": turn.request.model,
-            "created": int(time.time()),
-        }
         outcome = "tool_calls" if first.tool_calls else "text"
         status = 200
         finished = False
         try:
-            yield event(_wire_chunk(first, ids))
+            for data in encoder.feed(first):
+                yield data
             async for chunk in chunks:
                 if chunk.tool_calls:
                     outcome = "tool_calls"
-                yield event(_wire_chunk(chunk, ids))
+                for data in encoder.feed(chunk):
+                    yield data
+            ending = encoder.finish()
             finished = True
         except Exception as exc:
             # Headers are sent: the error travels as an event (with the turn's metadata beside
-            # it, as on an error response), then the stream ends normally.
-            status, body = error_status_body(exc, turn.meta())
+            # it, as on an error response), then the stream ends.
+            status = exc.status if isinstance(exc, ToolshimError) else 500
+            log_failure(exc, status)
             outcome = "error"
             finished = True
-            yield event(body)
+            ending = encoder.fail(exc, answer.meta())
         finally:
             if not finished:
                 outcome, status = "client_closed", CLIENT_CLOSED
-            self._finish(payload, overrides, outcome, turn.meta(), started, status, True)
-        yield DONE
+            self._finish(payload, overrides, outcome, answer.meta(), started, status, True)
+        for data in ending:
+            yield data
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -209,11 +201,12 @@ class ChatCompletions:
         send: Send,
         exc: Exception,
         payload: Mapping[str, Any],
-        overrides: Mapping[str, str],
+        overrides: Mapping[str, Any],
         started: float,
         stream: bool,
     ) -> None:
-        status, body = error_status_body(exc)
+        status, body = self.codec.error(exc)
+        log_failure(exc, status)
         retry_after = getattr(exc, "retry_after", None)
         headers = [(b"retry-after", retry_after.encode("latin-1"))] if retry_after else []
         meta = error_meta(exc)  # set once the engine had started serving the turn
@@ -225,7 +218,7 @@ class ChatCompletions:
     def _finish(
         self,
         payload: Mapping[str, Any],
-        overrides: Mapping[str, str],
+        overrides: Mapping[str, Any],
         outcome: str,
         meta: Metadata | None,
         started: float,
@@ -245,7 +238,8 @@ class ChatCompletions:
                 f" reasks={meta.reasks}"
             )
         log.info(
-            "chat model=%r stream=%s → %d %s mode=%s%s %.1f ms",
+            "%s model=%r stream=%s → %d %s mode=%s%s %.1f ms",
+            self.codec.name,
             payload.get("model", ""),
             str(stream).lower(),
             status,
@@ -264,7 +258,7 @@ class ChatCompletions:
                 f"tool calls: {calls}" if calls else f"text: {len(completion.text)} chars",
             )
 
-    def _mode_label(self, payload: Mapping[str, Any], overrides: Mapping[str, str]) -> str:
+    def _mode_label(self, payload: Mapping[str, Any], overrides: Mapping[str, Any]) -> str:
         per_request = payload.get("toolshim")
         mode = overrides.get("mode") or (
             per_request.get("mode") if isinstance(per_request, Mapping) else None

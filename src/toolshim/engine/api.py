@@ -1,0 +1,91 @@
+"""The engine's public serving API: one request in core types in, a completion or a stream of
+core chunks out, with the turn's ``toolshim`` metadata readable at any time.
+
+The proxy (every protocol's endpoint) and library code built on the engine use this and
+nothing deeper::
+
+    answer = engine.answer(request, headers=upstream_headers, warnings=dropped, mode="force")
+    completion = await answer.complete()          # or:
+    async for chunk in answer.stream(): ...       # the last chunk carries the metadata
+    answer.meta(), answer.emulated                # so far (also after an error)
+
+``engine.answer`` validates the options and picks the dialect at once (a bad option raises
+there, before anything is sent); an error raised while serving carries the metadata in
+``exc.meta``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from toolshim.engine import streaming
+from toolshim.engine.turn import Turn, describe_body, with_meta
+from toolshim.errors import ToolshimError
+from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
+from toolshim.wire.legacy import dropped_calls_warning
+
+if TYPE_CHECKING:
+    from toolshim.engine.engine import Engine
+
+__all__ = ["Answer"]
+
+log = logging.getLogger("toolshim.engine")
+
+
+class Answer:
+    """One request being served: :meth:`complete` or :meth:`stream` it, once."""
+
+    __slots__ = ("_engine", "_turn")
+
+    def __init__(self, engine: Engine, turn: Turn, warnings: Iterable[str] = ()) -> None:
+        self._engine = engine
+        self._turn = turn
+        for warning in warnings:
+            turn.warn(warning)
+        if log.isEnabledFor(logging.DEBUG):
+            from toolshim.wire.openai_chat import request_to_body
+
+            log.debug(
+                "← client request (stream=%s, mode=%s)\n%s",
+                turn.request.stream,
+                turn.mode.value,
+                describe_body(request_to_body(turn.request)),
+            )
+
+    @property
+    def request(self) -> ChatRequest:
+        """The request as the engine serves it."""
+        return self._turn.request
+
+    @property
+    def emulated(self) -> bool:
+        """True once emulation ran for this request (known after the first streamed chunk)."""
+        return self._turn.emulated
+
+    def meta(self) -> Metadata:
+        """The ``toolshim`` metadata so far."""
+        return self._turn.meta()
+
+    async def complete(self) -> Completion:
+        """The whole answer; its ``meta`` is the ``toolshim`` metadata."""
+        turn = self._turn
+        try:
+            completion = await self._engine._serve(turn)
+        except ToolshimError as exc:
+            with_meta(exc, turn)
+            raise
+        legacy = turn.request.legacy_functions
+        if legacy and len(completion.tool_calls) > 1:
+            turn.warn(dropped_calls_warning(len(completion.tool_calls)))
+        turn.warn_repeats((c.name, c.arguments) for c in completion.tool_calls)
+        return replace(
+            completion, usage=turn.usage or completion.usage, meta=turn.meta(), legacy=legacy
+        )
+
+    def stream(self) -> AsyncIterator[StreamChunk]:
+        """The answer as chunks: one role chunk first, the metadata on the last. Close the
+        iterator (``aclose``) to stop early: that closes the upstream request."""
+        return streaming.serve(self._engine, self._turn)

@@ -193,8 +193,7 @@ async def test_discovered_facts_are_stored_with_source_upstream(tmp_path: Path) 
     assert fact is not None and (fact.value, fact.source) == ("no", Source.UPSTREAM)
     dialect = registry.fact(key, "gemma3:1b", "dialect")
     assert dialect is not None and dialect.source is Source.UPSTREAM
-    assert registry.store is not None
-    assert [m for _, m, _ in registry.store.seen(key)] == ["gemma3:1b"]
+    assert [m for _, m, _ in registry.seen(key)] == ["gemma3:1b"]
     # A stronger source is not displaced by a later refresh.
     registry.learn(key, "gemma3:1b", "native_tools", "yes", Source.USER)
     apply_discovery(registry, key, found)

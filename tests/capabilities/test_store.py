@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import multiprocessing
@@ -11,15 +12,18 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.capabilities import workers
 from toolshim.capabilities.facts import Fact, Source
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store import MIGRATIONS, CapabilityStore, default_store_path
+from toolshim.capabilities.store import default_store_path
+from toolshim.capabilities.store_sqlite import MIGRATIONS, CapabilityStore
 from toolshim.errors import StoreError
 
 UP = "http://127.0.0.1:11434/v1"
@@ -43,7 +47,7 @@ def test_facts_survive_reopening_and_keep_source_time_and_detail(tmp_path: Path)
         123.5,
         "ollama",
     )
-    assert again.schema_version == len(MIGRATIONS)
+    assert again.schema_version() == len(MIGRATIONS)
     mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 
@@ -153,7 +157,7 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_facts(tmp_path: Path) -> No
     conn.commit()
     conn.close()
     store = CapabilityStore(path)
-    assert store.schema_version == 2
+    assert store.schema_version() == len(MIGRATIONS)
     fact = store.get(UP, "gemma3:1b")["native_tools"]
     assert (fact.value, fact.source, fact.updated_at) == ("no", Source.RUNTIME_ERROR, 42.0)
     # The upgraded schema keeps a layer per source.
@@ -175,8 +179,8 @@ def test_a_store_from_a_newer_toolshim_is_left_alone(tmp_path: Path) -> None:
         CapabilityStore(path)
     assert path.read_bytes() == before
     registry = Registry.open(path)
-    assert registry.store is None
-    assert registry.store_problem is not None and "newer" in registry.store_problem
+    assert registry.location == "memory (not saved)"
+    assert registry.problem is not None and "newer" in registry.problem
     assert registry.learn(UP, "m", "native_tools", "no", Source.USER).value == "no"
     assert registry.native_tools(UP, "m").value == "no"
 
@@ -261,57 +265,138 @@ def test_a_second_corruption_in_the_same_second_keeps_both_copies(
 NOBODY = 65534
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to become another user"
-)
-def test_a_store_without_read_permission_is_moved_aside_and_rebuilt(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A forked child becomes an unprivileged user (root reads any file) and opens a store
-    it may not read."""
+def _as_nobody(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()`` in a forked child that became an unprivileged user (root may write any
+    file, so permissions only bite another user); its JSON-able result, or the error."""
+    # The child cannot import from root's Python install: import what it needs here.
+    importlib.import_module("_strptime")
+    Registry.open(":memory:").known()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write_end, json.dumps(run()).encode())
+            status = 0
+        except BaseException as exc:
+            os.write(write_end, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report: dict[str, Any] = json.loads(pipe.read() or b"{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, report
+    return report
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory under /tmp that another user may enter (pytest's tmp_path is private)."""
     workdir = Path(tempfile.mkdtemp(prefix="toolshim-perm-", dir="/tmp"))
+    workdir.chmod(0o777)
     try:
-        workdir.chmod(0o777)
-        path = workdir / "caps.sqlite3"
-        seeded = CapabilityStore(path)
-        seeded.put(UP, "m", Fact("native_tools", "no", Source.USER))
-        seeded.close()
-        path.chmod(0o000)
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            status = 1
-            try:
-                os.close(read_end)
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-                store = CapabilityStore(path)
-                report = {"moved": store.moved_aside, "facts": sorted(store.get(UP, "m"))}
-                os.write(write_end, json.dumps(report).encode())
-                status = 0
-            except BaseException as exc:
-                os.write(write_end, json.dumps({"error": repr(exc)}).encode())
-            finally:
-                os._exit(status)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as pipe:
-            report = json.loads(pipe.read() or b"{}")
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, report
-        assert report["moved"].startswith(str(path) + ".corrupt-")
-        assert report["facts"] == []
-        assert os.stat(report["moved"]).st_mode & 0o777 == 0  # kept as it was, unreadable
-        assert os.stat(path).st_uid == NOBODY  # the rebuilt store belongs to the new user
+        yield workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to become another user"
+)
+
+
+def _seed_user_facts(path: Path, count: int) -> None:
+    seeded = CapabilityStore(path)
+    for i in range(count):
+        seeded.put(UP, f"model-{i:03d}", Fact("native_tools", "no", Source.USER, detail="mine"))
+    seeded.close()
+
+
+@needs_root
+@pytest.mark.parametrize("locked", ["file", "file-not-yet-wal", "directory"])
+def test_a_read_only_store_is_used_read_only_and_never_moved_aside(
+    shared_dir: Path, locked: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A valid store another user may read but not write (the file, or the directory that
+    would hold its journal) keeps its 160 user facts: read with a warning, never renamed to
+    ``.corrupt-…`` and replaced by an empty store (what toolshim did to a store that was not
+    yet in WAL mode); what is learned is kept in memory and acted on."""
+    path = shared_dir / "caps.sqlite3"
+    _seed_user_facts(path, 160)
+    if locked == "file-not-yet-wal":  # a store last written with a rollback journal
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.close()
+    before = path.read_bytes()
+    path.chmod(0o444)
+    if locked == "directory":
+        path.chmod(0o644)
+        shared_dir.chmod(0o555)
+
+    def child() -> dict[str, Any]:
+        registry = Registry.open(path)
+        learned = registry.learn(UP, "new-model", "native_tools", "yes", Source.RUNTIME_ERROR)
+        try:
+            registry.flush()
+            flushed = "yes"
+        except StoreError as exc:
+            flushed = exc.message
+        return {
+            "known": len(registry.known(UP)),
+            "value": registry.native_tools(UP, "model-159").value,
+            "learned": learned.value,
+            "acted_on": registry.native_tools(UP, "new-model").value,
+            "flushed": flushed,
+            "notices": list(registry.notices),
+            "location": registry.location,
+        }
+
+    try:
+        report = _as_nobody(child)
+    finally:
+        shared_dir.chmod(0o777)
+    assert report["known"] == 161  # the 160 stored, and the one learned (in memory)
+    assert report["value"] == "no"
+    assert (report["learned"], report["acted_on"]) == ("yes", "yes")
+    assert "could not be written" in report["flushed"]
+    assert any("read-only" in n for n in report["notices"]), report["notices"]
+    assert report["location"] == str(path)
+    assert not list(shared_dir.glob("*.corrupt-*"))
+    assert path.read_bytes() == before
+    assert len(CapabilityStore(path).snapshot()) == 160
+
+
+@needs_root
+def test_a_store_without_read_permission_is_left_alone(shared_dir: Path) -> None:
+    """A store another user may not even read is not corrupt: it is left as it is and facts
+    are kept in memory, with the reason."""
+    path = shared_dir / "caps.sqlite3"
+    _seed_user_facts(path, 3)
+    path.chmod(0o000)
+
+    def child() -> dict[str, Any]:
+        registry = Registry.open(path)
+        return {"location": registry.location, "notices": list(registry.notices)}
+
+    report = _as_nobody(child)
+    assert report["location"] == "memory (not saved)"
+    assert any("left as it is" in n for n in report["notices"]), report["notices"]
+    assert not list(shared_dir.glob("*.corrupt-*"))
+    assert os.stat(path).st_mode & 0o777 == 0
+    path.chmod(0o644)
+    assert len(CapabilityStore(path).snapshot()) == 3
 
 
 def test_a_store_that_cannot_be_created_falls_back_to_memory(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     registry = Registry.open(blocker / "caps.sqlite3")
-    assert registry.store is None
-    assert registry.store_problem
+    assert registry.location == "memory (not saved)"
+    assert registry.problem
     registry.learn(UP, "m", "native_tools", "no", Source.RUNTIME_ERROR)
     assert registry.native_tools(UP, "m").value == "no"
 
@@ -332,4 +417,4 @@ def test_opening_waits_for_another_process_that_is_setting_up_the_same_file(
     finally:
         release.join()
         first.close()
-    assert store.schema_version == len(MIGRATIONS)
+    assert store.schema_version() == len(MIGRATIONS)

@@ -4,24 +4,36 @@ from toolshim.capabilities.facts import FACT_NAMES, Fact, Source, Support, merge
 from toolshim.capabilities.profiles import ProfileTable, normalize_name, shipped_profiles
 from toolshim.capabilities.registry import ANY_UPSTREAM, ModelReport, Registry
 from toolshim.capabilities.rejections import REJECTIONS, Rejection, match_rejection
-from toolshim.capabilities.store import CapabilityStore, default_store_path
+from toolshim.capabilities.store import (
+    DocumentStore,
+    FactStore,
+    default_store_path,
+    open_store,
+    redact_url,
+)
+from toolshim.capabilities.store_sqlite import CapabilityStore, SQLiteStore
 
 __all__ = [
     "ANY_UPSTREAM",
     "FACT_NAMES",
     "REJECTIONS",
     "CapabilityStore",
+    "DocumentStore",
     "Fact",
+    "FactStore",
     "ModelReport",
     "ProfileTable",
     "Registry",
     "Rejection",
+    "SQLiteStore",
     "Source",
     "Support",
     "default_store_path",
     "match_rejection",
     "merge",
     "normalize_name",
+    "open_store",
+    "redact_url",
     "shipped_profiles",
     "strongest",
 ]

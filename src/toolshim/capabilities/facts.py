@@ -23,11 +23,13 @@ __all__ = [
 
 
 class Source(StrEnum):
-    """Where a fact came from. Stronger sources win (see :attr:`Source.rank`).
+    """Where a fact came from, strongest first: the order of the members *is* the precedence
+    (see :attr:`Source.rank`), so a new source is one line in its place.
 
     ``user`` (a person said so) > ``probe`` (a test request) > ``runtime_error`` (the upstream
     rejected tools) > ``upstream`` (the server's own metadata, e.g. Ollama ``/api/show``) >
-    ``profile`` (the shipped table of model families).
+    ``profile`` (the shipped table of model families). Stores keep the source's name, never
+    its rank, so adding a source needs no migration.
     """
 
     USER = "user"
@@ -38,6 +40,7 @@ class Source(StrEnum):
 
     @property
     def rank(self) -> int:
+        """Higher is stronger: the weakest source is 1, the strongest ``len(Source)``."""
         return _RANK[self]
 
     @classmethod
@@ -50,13 +53,7 @@ class Source(StrEnum):
             raise ConfigError(f"unknown source {text!r}; known: {known}", param="source") from None
 
 
-_RANK = {
-    Source.USER: 5,
-    Source.PROBE: 4,
-    Source.RUNTIME_ERROR: 3,
-    Source.UPSTREAM: 2,
-    Source.PROFILE: 1,
-}
+_RANK = {source: len(Source) - index for index, source in enumerate(Source)}
 
 
 class Support(StrEnum):

@@ -1,4 +1,4 @@
-"""The capability registry: the effective facts about a model, from the store and the profiles.
+"""The capability registry: the effective facts about a model, from its store, its cache and the profiles.
 
 Facts are kept per (upstream, model) and per source. Three layers are merged with
 :func:`~toolshim.capabilities.facts.merge` (a weaker source never wins):
@@ -8,6 +8,14 @@ Facts are kept per (upstream, model) and per source. Three layers are merged wit
   ``--upstream``),
 * facts stored for this upstream (discovery, probes, runtime errors, ``models set``).
 
+The registry talks to its store only through :class:`~toolshim.capabilities.store.FactStore`.
+Reads on the proxy's hot path come from a cache. With a shared store (PostgreSQL, Redis) the
+cache mirrors the whole store, kept current by the store's change notifications, and every
+store I/O runs on a thread of its own: a request never waits for the store, and never fails
+because it is away. With SQLite, a model's facts are re-read after ``cache_seconds``.
+What is learned while the store is away (or read-only) is kept in memory and acted on; it is
+written back, oldest first, when the store returns (:mod:`toolshim.capabilities.sync`).
+
 Model names are compared without a trailing ``:latest`` (Ollama's default tag).
 """
 
@@ -15,10 +23,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from toolshim.capabilities.facts import (
@@ -30,7 +38,15 @@ from toolshim.capabilities.facts import (
     merge,
     strongest,
 )
-from toolshim.capabilities.store import CapabilityStore
+from toolshim.capabilities.report import (
+    ANY_UPSTREAM,
+    Evidence,
+    FactReport,
+    ModelReport,
+    fact_dict,
+)
+from toolshim.capabilities.store import DocumentStore, FactStore, open_store, standing_entries
+from toolshim.capabilities.sync import MAX_PENDING, Forget, Layers, Op, Put, Seen, SyncThread
 from toolshim.errors import StoreError
 
 __all__ = [
@@ -49,148 +65,69 @@ log = logging.getLogger("toolshim.capabilities")
 ProfileLookup = Callable[[str], Mapping[str, Fact]]
 """Shipped facts for a model name (lowest precedence); see :mod:`toolshim.capabilities.profiles`."""
 
-ANY_UPSTREAM = "*"
-"""The upstream key of facts that hold at every upstream."""
-
 
 def model_key(model: str) -> str:
     """How a model is keyed in the store: stripped, without Ollama's ``:latest`` tag."""
     return model.strip().removesuffix(":latest")
 
 
-def fact_dict(fact: Fact) -> dict[str, Any]:
-    """A fact as JSON: value, source, when (unix time and ISO 8601 UTC) and why."""
-    learned = datetime.fromtimestamp(fact.updated_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "value": fact.value,
-        "source": fact.source.value,
-        "learned_at": fact.updated_at,
-        "learned": learned,
-        "detail": fact.detail,
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One fact and where it applies: ``this upstream``, ``any upstream`` or ``shipped profile``."""
-
-    fact: Fact
-    scope: str
-
-
-@dataclass(frozen=True, slots=True)
-class FactReport:
-    """Why one fact has the value it has: the winner and what it overrides."""
-
-    name: str
-    winner: Evidence
-    overridden: tuple[Evidence, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ModelReport:
-    """Everything toolshim knows about a model at an upstream, and what it does with it."""
-
-    upstream: str
-    model: str
-    normalized: str
-    family: str | None
-    facts: Mapping[str, FactReport]
-    dialect: str
-    """The dialect emulation uses for this model (the preferred one if available, else json)."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The report as JSON (what ``toolshim models show --json`` prints)."""
-
-        def evidence(item: Evidence) -> dict[str, Any]:
-            return {**fact_dict(item.fact), "scope": item.scope}
-
-        return {
-            "model": self.model,
-            "upstream": None if self.upstream == ANY_UPSTREAM else self.upstream,
-            "normalized": self.normalized,
-            "family": self.family,
-            "dialect": self.dialect,
-            "facts": {
-                name: {
-                    **evidence(r.winner),
-                    "overridden": [evidence(o) for o in r.overridden],
-                }
-                for name, r in self.facts.items()
-            },
-            "treatment": self.treatment(),
-        }
-
-    @property
-    def native_tools(self) -> Support:
-        report = self.facts.get("native_tools")
-        return report.winner.fact.support if report else Support.UNKNOWN
-
-    def treatment(self) -> list[str]:
-        """One line per mode family: how a request with tools is served, and why."""
-        report = self.facts.get("native_tools")
-        why = (
-            f"native_tools={report.winner.fact.value} from {report.winner.fact.source.value}"
-            if report
-            else "nothing is known about native tools"
-        )
-        support = self.native_tools
-        if support is Support.YES:
-            return [
-                f"auto: tools are sent natively ({why}).",
-                "strip: tools are sent natively.",
-                f"fallback: natively first, emulated with {self.dialect} if no valid call comes back.",
-            ]
-        if support is Support.NO:
-            return [
-                f"auto: tools are emulated in the prompt with the {self.dialect} dialect ({why}).",
-                "strip: tools are dropped and the system prompt says that no tools are available.",
-                "force: always emulated; off: sent natively anyway (the upstream will refuse).",
-            ]
-        return [
-            f"auto: tools are sent natively once ({why}); if the upstream rejects them the "
-            f"rejection is learned (runtime_error) and later requests are emulated with {self.dialect}.",
-            "strip: tools are dropped until a source says native_tools=yes.",
-            "Run `toolshim models probe` to find out, or `toolshim models set --tools yes|no`.",
-        ]
-
-
 class Registry:
     """What toolshim knows about each (upstream, model), merged by source.
 
-    ``store`` persists what is learned (None keeps facts in memory for this process only).
-    ``profiles`` supplies the shipped facts of model families. Reads are cached for
-    ``cache_seconds`` so the proxy's hot path does not touch SQLite on every request; a fact
-    learned by this process is visible at once, one learned by another process within
-    ``cache_seconds``.
+    ``store`` persists what is learned (None: a private in-memory store for this process).
+    ``profiles`` supplies the shipped facts of model families. ``cache_seconds`` is how long a
+    model's facts read from a store that cannot notify (SQLite) are trusted before being
+    re-read; a shared store's notifications keep the cache current instead.
     """
 
     def __init__(
         self,
-        store: CapabilityStore | None = None,
+        store: FactStore | None = None,
         *,
         profiles: ProfileLookup | None = None,
-        cache_seconds: float = 2.0,
+        cache_seconds: float = 1.0,
     ) -> None:
-        self.store = store
+        if store is None:
+            from toolshim.capabilities.store_sqlite import SQLiteStore
+
+            store = SQLiteStore(":memory:")
+        self._store: FactStore = store
         self.profiles = profiles
-        self.store_problem: str | None = None
-        """Why facts are kept in memory only, when a store was asked for and could not be used."""
-        self._memory: dict[tuple[str, str], dict[tuple[str, Source], Fact]] = {}
-        self._cache: dict[tuple[str, str], tuple[float, dict[str, Fact]]] = {}
-        self._cache_seconds = cache_seconds
+        self.problem: str | None = None
+        """Why what is learned is not saved (the store asked for could not be used)."""
+        self._ttl = cache_seconds
+        self._lock = threading.RLock()
+        self._flushed = threading.Condition(self._lock)
+        self._layers: dict[tuple[str, str], Layers] = {}
+        self._loaded: dict[tuple[str, str], float] = {}
+        self._mirrored = False
+        self._merged: dict[tuple[str, str], tuple[float, dict[str, Fact]]] = {}
+        self._pending: deque[Op] = deque()
+        self._down: str | None = None
+        self._retry_at = 0.0
+        self._sync: SyncThread | None = None
+        self._watch = None
+        if store.shared:
+            self._step("resync")  # the first read is made here: facts are there at once
+            self._sync = SyncThread(self._step, name=f"toolshim-registry-sync {store.location}")
+            self._sync.start()
+            self._watch = store.watch(self._changed)
 
     def __repr__(self) -> str:
-        where = self.store.path if self.store is not None else "memory"
-        return f"Registry({where!r})"
+        return f"Registry({self.location!r})"
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, profiles: bool = True) -> Registry:
-        """The registry toolshim uses by default: the SQLite store at ``path`` (None: the
-        default location) over the shipped model profiles.
+    def open(
+        cls, where: str | os.PathLike[str] | None = None, *, profiles: bool = True
+    ) -> Registry:
+        """The registry toolshim uses: the store ``where`` names (a SQLite path,
+        ``sqlite:///…``, ``postgresql://…``, ``redis://…``; None: the default SQLite file)
+        over the shipped model profiles.
 
-        A store that cannot be used (busy, newer schema, no permission to rebuild it) is
-        reported with a warning and facts are kept in memory: opening never fails.
+        A SQLite file that cannot be used (busy, newer schema, unreadable) is reported in
+        :attr:`notices` and facts are kept in memory: opening never fails for a store that
+        is away. A URL toolshim cannot use (unknown scheme, client library missing) is a
+        ConfigError.
         """
         lookup: ProfileLookup | None = None
         if profiles:
@@ -198,14 +135,57 @@ class Registry:
 
             lookup = shipped_profiles().lookup
         try:
-            store: CapabilityStore | None = CapabilityStore(path)
-            problem = None
+            store, problem = open_store(where), None
         except StoreError as exc:
             log.warning("capability store unusable, keeping facts in memory only: %s", exc)
             store, problem = None, exc.message
         registry = cls(store, profiles=lookup)
-        registry.store_problem = problem
+        registry.problem = problem
         return registry
+
+    # -- what to tell the user --------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        """Where facts are kept, fit to show (no credentials)."""
+        if self.problem is not None or self._store.location == ":memory:":
+            return "memory (not saved)"
+        return self._store.location
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What the person running toolshim should be told about the store (each a sentence)."""
+        found = list(self._store.notices)
+        if self.problem is not None:
+            found.append(f"{self.problem}; what is learned now is not saved")
+        return tuple(found)
+
+    @property
+    def available(self) -> bool:
+        """False while the store is away (facts come from the cache; writes wait)."""
+        return self._down is None
+
+    @property
+    def pending(self) -> int:
+        """How many writes wait for the store."""
+        return len(self._pending)
+
+    @property
+    def documents(self) -> DocumentStore | None:
+        """The bounded JSON document store on the same backend (for state several replicas
+        share, such as ``previous_response_id``), if the store offers one."""
+        store: object = self._store
+        if all(hasattr(store, m) for m in ("put_document", "get_document", "delete_document")):
+            return store  # type: ignore[return-value]
+        return None
+
+    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+        """(upstream, model, last_seen) for the models ``upstream`` (or any) listed."""
+        try:
+            return self._store.seen(upstream)
+        except StoreError as exc:
+            self._went_down(exc)
+            return []
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -229,28 +209,38 @@ class Registry:
     def facts(self, upstream: str, model: str) -> dict[str, Fact]:
         """Every effective fact about ``model``: the strongest of each name."""
         key = (upstream, model_key(model))
-        cached = self._cache.get(key)
+        cached = self._merged.get(key)
         now = time.monotonic()
-        if cached and now - cached[0] < self._cache_seconds:
+        if cached and (self._mirrored or now - cached[0] < self._ttl):
             return cached[1]
         merged: dict[str, Fact] = dict(self.profiles(model)) if self.profiles else {}
         for _, fact in self._stored(upstream, key[1]):
             merged[fact.name] = merge(merged.get(fact.name), fact)
-        self._cache[key] = (now, merged)
+        self._merged[key] = (now, merged)
         return merged
 
     def _stored(self, upstream: str, model: str) -> list[tuple[str, Fact]]:
+        """The stored layers about ``model`` here and at any upstream (cache first)."""
         scopes = [ANY_UPSTREAM] if upstream == ANY_UPSTREAM else [ANY_UPSTREAM, upstream]
-        if self.store is not None:
-            try:
-                return self.store.rows(model, scopes)
-            except StoreError as exc:
-                log.warning("capability store unavailable, using what is in memory: %s", exc)
-        return [
-            (scope, fact)
-            for scope in scopes
-            for fact in self._memory.get((scope, model), {}).values()
+        now = time.monotonic()
+        stale = [
+            s
+            for s in scopes
+            if not self._mirrored and now - self._loaded.get((s, model), -1e9) >= self._ttl
         ]
+        if stale and self._sync is None and self._may_try(now):
+            try:
+                rows = self._store.rows(model, stale)
+            except StoreError as exc:
+                self._went_down(exc)
+            else:
+                self._replace({(s, model) for s in stale}, [(u, model, f) for u, f in rows], now)
+        with self._lock:
+            return [
+                (scope, fact)
+                for scope in scopes
+                for fact in self._layers.get((scope, model), {}).values()
+            ]
 
     def fact(self, upstream: str, model: str, name: str) -> Fact | None:
         return self.facts(upstream, model).get(name)
@@ -312,41 +302,32 @@ class Registry:
 
     def known(self, upstream: str | None = None) -> list[tuple[str, str, dict[str, Fact]]]:
         """(upstream, model, stored facts) for every stored model (at ``upstream``, or all)."""
-        if self.store is not None:
+        if not self._mirrored and self._sync is None:
             try:
-                entries = self.store.entries()
+                rows = self._store.snapshot()
             except StoreError as exc:
-                log.warning("capability store unavailable, using what is in memory: %s", exc)
+                self._went_down(exc)
             else:
-                return [e for e in entries if upstream in (None, e[0])]
-        out = []
-        for (scope, model), layers in sorted(self._memory.items()):
-            if upstream not in (None, scope):
-                continue
-            by_name: dict[str, list[Fact]] = {}
-            for fact in layers.values():
-                by_name.setdefault(fact.name, []).append(fact)
-            standing = {n: strongest(fs) for n, fs in by_name.items()}
-            out.append((scope, model, {n: f for n, f in standing.items() if f is not None}))
-        return out
+                keys = {(u, m) for u, m, _ in rows} | set(self._layers)
+                self._replace(keys, rows, time.monotonic())
+        with self._lock:
+            rows = [(u, m, f) for (u, m), found in self._layers.items() for f in found.values()]
+        return [e for e in standing_entries(rows) if upstream in (None, e[0])]
 
     # -- writing ----------------------------------------------------------------------------
 
     def learn(
         self, upstream: str, model: str, name: str, value: Any, source: Source, detail: str = ""
     ) -> Fact:
-        """Record a fact; return the fact that stands afterwards (a stronger one may remain)."""
+        """Record a fact; return the fact that stands afterwards at ``upstream`` (a stronger
+        one may remain). Never raises for a store that is away: the fact waits in memory."""
         key = model_key(model)
         fact = Fact(name, coerce_value(name, value), source, time.time(), detail)
-        self._cache.clear()
-        layers = self._memory.setdefault((upstream, key), {})
-        layers[(name, source)] = merge(layers.get((name, source)), fact)
-        if self.store is not None:
-            try:
-                return self.store.put(upstream, key, fact)
-            except StoreError as exc:
-                log.warning("could not persist %s=%r for %s: %s", name, value, model, exc)
-        return strongest(f for (n, _), f in layers.items() if n == name) or fact
+        self._stored(upstream, key)  # a stronger layer stored by another process is known
+        self._write(Put(upstream, key, fact))
+        with self._lock:
+            found = self._layers.get((upstream, key), {})
+            return strongest(f for (n, _), f in found.items() if n == name) or fact
 
     def forget(
         self,
@@ -359,27 +340,174 @@ class Registry:
         """Delete stored facts about ``model`` (at ``upstream``, or everywhere when None),
         optionally only ``names`` or ``sources``; return how many. Profiles are not touched."""
         key = model_key(model)
-        chosen_names = set(names) if names is not None else None
-        chosen_sources = set(sources) if sources is not None else None
-        self._cache.clear()
-        removed = 0
-        for (scope, stored_model), layers in self._memory.items():
-            if stored_model != key or upstream not in (None, scope):
-                continue
-            for name, source in list(layers):
-                if (chosen_names is None or name in chosen_names) and (
-                    chosen_sources is None or source in chosen_sources
-                ):
-                    del layers[(name, source)]
-                    removed += 1
-        if self.store is not None:
-            removed = self.store.forget(upstream, key, chosen_names, chosen_sources)
-        return removed
+        op = Forget(
+            upstream,
+            key,
+            frozenset(names) if names is not None else None,
+            frozenset(sources) if sources is not None else None,
+        )
+        if self._sync is None and self._down is None and not self._pending:
+            try:  # the store's own count (it may know facts this cache never read)
+                removed = self._store.forget(op.upstream, op.model, op.names, op.sources)
+            except StoreError as exc:
+                self._went_down(exc)
+            else:
+                with self._lock:
+                    op.apply(self._layers)
+                    self._merged.clear()
+                return removed
+        return self._write(op)
 
     def record_seen(self, upstream: str, models: Iterable[str]) -> None:
-        """Remember that ``upstream`` listed ``models`` (kept only with a store)."""
-        if self.store is not None:
+        """Remember that ``upstream`` listed ``models``."""
+        self._write(Seen(upstream, tuple(model_key(m) for m in models), time.time()))
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Write everything pending now; StoreError naming how many writes could not be made
+        (the store is away or read-only). What the CLI calls before it says "stored"."""
+        if self._sync is not None:
+            self._sync.submit("flush")
+            deadline = time.monotonic() + timeout
+            with self._flushed:
+                while self._pending and time.monotonic() < deadline:
+                    self._flushed.wait(min(0.05, max(deadline - time.monotonic(), 0.0)))
+        else:
+            self._retry_at = 0.0
+            self._replay()
+        if self._pending:
+            raise StoreError(
+                f"{len(self._pending)} change(s) could not be written to the capability store "
+                f"at {self.location}: {self._down or 'it did not answer in time'}"
+            )
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Write what is pending (up to ``timeout``), stop following the store, close it."""
+        try:
+            self.flush(timeout)
+        except StoreError as exc:
+            log.warning("%s; they are lost", exc.message)
+        if self._watch is not None:
+            self._watch.close()
+        if self._sync is not None:
+            self._sync.stop()
+        self._store.close()
+
+    # -- the cache and the queue of writes ----------------------------------------------------
+
+    def _write(self, op: Op) -> int:
+        """Apply ``op`` to the cache, queue it, and write the queue (here, or on the sync
+        thread for a shared store); return what the cache says it changed."""
+        with self._lock:
+            changed = op.apply(self._layers)
+            self._merged.clear()
+            self._pending.append(op)
+            if len(self._pending) > MAX_PENDING:
+                self._drop_oldest_learned()
+        if self._sync is not None:
+            self._sync.submit("flush")
+        elif self._may_try(time.monotonic()):
+            self._replay()
+        return changed
+
+    def _drop_oldest_learned(self) -> None:
+        for index, op in enumerate(self._pending):
+            if not (isinstance(op, Put) and op.fact.source is Source.USER):
+                del self._pending[index]
+                log.warning(
+                    "more than %d writes wait for the capability store; dropped the oldest",
+                    MAX_PENDING,
+                )
+                return
+
+    def _may_try(self, now: float) -> bool:
+        return self._down is None or now >= self._retry_at
+
+    def _replay(self) -> bool:
+        """Write the queue, oldest first; False (and the store marked away) on a failure."""
+        while True:
+            with self._lock:
+                if not self._pending:
+                    break
+                op = self._pending[0]
             try:
-                self.store.record_seen(upstream, [model_key(m) for m in models])
+                op.run(self._store)
             except StoreError as exc:
-                log.warning("could not record the models of %s: %s", upstream, exc)
+                self._went_down(exc)
+                return False
+            with self._lock:
+                if self._pending and self._pending[0] is op:
+                    self._pending.popleft()
+                self._flushed.notify_all()
+        self._came_back()
+        return True
+
+    def _replace(
+        self, keys: set[tuple[str, str]], rows: list[tuple[str, str, Fact]], now: float
+    ) -> None:
+        """The cache of ``keys`` becomes what the store said, with the pending writes on top."""
+        fresh: dict[tuple[str, str], Layers] = {k: {} for k in keys}
+        for upstream, model, fact in rows:
+            fresh.setdefault((upstream, model), {})[(fact.name, fact.source)] = fact
+        with self._lock:
+            for op in self._pending:
+                if any(op.touches(u, m) for u, m in fresh):
+                    op.apply(fresh)
+            for key, layers in fresh.items():
+                if layers:
+                    self._layers[key] = layers
+                else:
+                    self._layers.pop(key, None)
+                self._loaded[key] = now
+            self._merged.clear()
+
+    def _step(self, item: object) -> bool:
+        """One job of the sync thread (see :class:`~toolshim.capabilities.sync.SyncThread`)."""
+        try:
+            if isinstance(item, tuple) and self._down is None:
+                _, upstream, model = item
+                found = self._store.rows(model, [upstream])
+                self._replace({(upstream, model)}, [(upstream, model, f) for _, f in found], 0.0)
+                return True
+            if not self._replay():
+                return False
+            if item != "flush" or not self._mirrored:
+                rows = self._store.snapshot()
+                self._replace(set(self._layers) | {(u, m) for u, m, _ in rows}, rows, 0.0)
+                self._mirrored = True
+        except StoreError as exc:
+            self._went_down(exc)
+            return False
+        return True
+
+    def _changed(self, upstream: str | None, model: str | None) -> None:
+        """Called by the store's watch: re-read what another replica changed."""
+        if self._sync is None:
+            return
+        if upstream is None or model is None:
+            self._sync.submit("resync")
+        else:
+            self._sync.submit(("reload", upstream, model))
+
+    def _went_down(self, exc: StoreError) -> None:
+        with self._lock:
+            first = self._down is None
+            self._down = exc.message
+            self._retry_at = time.monotonic() + 1.0
+            if self._sync is not None:
+                self._mirrored = False
+        if first:
+            log.warning(
+                "capability store at %s unavailable (%s): serving from what is cached, keeping "
+                "what is learned in memory until it is back",
+                self._store.location,
+                exc.message,
+            )
+
+    def _came_back(self) -> None:
+        with self._lock:
+            was, self._down = self._down, None
+        if was is not None:
+            log.warning(
+                "capability store at %s is back; what was learned meanwhile is written",
+                self._store.location,
+            )

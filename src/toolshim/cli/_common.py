@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,18 +46,14 @@ def fail(console: Console, message: str, hint: str | None = None, code: int = 2)
     raise typer.Exit(code)
 
 
-def open_registry(path: str | Path | None, console: Console) -> Registry:
-    """The capability registry at ``path`` (None: the default), with its problems reported."""
-    registry = Registry.open(path)
-    if registry.store is not None and registry.store.moved_aside:
-        console.print(
-            f"[yellow]warning:[/] the capability store was unreadable; moved it to "
-            f"{escape(str(registry.store.moved_aside))} and started a new one"
-        )
-    if registry.store_problem:
-        console.print(
-            f"[yellow]warning:[/] {escape(registry.store_problem)}; what is learned now is not saved"
-        )
+def open_registry(where: str | Path | None, console: Console) -> Registry:
+    """The capability registry ``--registry`` names (a path or a ``sqlite:``, ``postgresql:``
+    or ``redis:`` URL; None: the default), with what the user should know about it printed.
+    It is closed (pending writes flushed) when the command exits."""
+    registry = Registry.open(where)
+    atexit.register(registry.close)
+    for notice in registry.notices:
+        console.print(f"[yellow]warning:[/] {escape(notice)}", highlight=False)
     return registry
 
 

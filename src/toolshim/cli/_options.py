@@ -64,11 +64,13 @@ DialectOption = Annotated[
     ),
 ]
 RegistryOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--registry",
         envvar="TOOLSHIM_REGISTRY",
-        help="Capability store (SQLite file). Default: in the user data directory.",
+        help="Capability store: a SQLite file (or sqlite:///path), or postgresql://… / "
+        "redis://… shared by several replicas. Default: a SQLite file in the user data "
+        "directory.",
         show_default=False,
     ),
 ]

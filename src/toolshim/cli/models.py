@@ -44,7 +44,8 @@ models_app = typer.Typer(
         "What toolshim knows about each model: native tool support, preferred dialect, "
         "context window, each with the source it came from (user > probe > runtime_error > "
         "upstream > profile) and when it was learned.\n\n"
-        "Facts are kept per upstream in a SQLite file (--registry, TOOLSHIM_REGISTRY)."
+        "Facts are kept per upstream in a SQLite file, or in PostgreSQL or Redis shared by "
+        "several replicas (--registry, TOOLSHIM_REGISTRY)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -69,7 +70,8 @@ RegistryOpt = Annotated[
     str | None,
     _flag(
         "--registry",
-        "Capability store (SQLite file). Default: toolshim's user data directory.",
+        "Capability store: a SQLite file (or sqlite:///path), postgresql://… or redis://…. "
+        "Default: a SQLite file in toolshim's user data directory.",
         "TOOLSHIM_REGISTRY",
     ),
 ]
@@ -242,6 +244,7 @@ def set_facts(
         key = registry_key(upstream) if upstream else ANY_UPSTREAM
         for name, value in chosen.items():
             reg.learn(key, model, name, value, Source.USER, detail=note)
+        reg.flush()  # "stored" is said only once the store has it
         report = reg.explain(key, model)
         if as_json:
             _print_json(_report_json(report, reg))
@@ -344,6 +347,7 @@ def forget(
         reg = open_registry(registry, _err)
         key = registry_key(upstream) if upstream else None
         removed = reg.forget(key, model, names=names, sources=sources)
+        reg.flush()
         if as_json:
             _print_json({"model": model, "upstream": key, "removed": removed})
             return
@@ -435,7 +439,7 @@ def _need_upstream(upstream: str | None, command: str) -> str:
 
 
 def _where(registry: Registry) -> str:
-    return registry.store.path if registry.store is not None else "memory (not saved)"
+    return registry.location
 
 
 def _footer(registry: Registry) -> None:

@@ -8,8 +8,9 @@
     ├── UpstreamError                anything that went wrong talking to the upstream
     │   ├── UpstreamStatusError      the upstream answered with an HTTP error        → its status
     │   ├── UpstreamConnectionError  the upstream could not be reached               → 502
-    │   ├── UpstreamTimeoutError     the upstream did not answer in time             → 504
+    │   ├── UpstreamTimeoutError     the connect, read or total deadline passed      → 504
     │   └── UpstreamProtocolError    the upstream answered with something unreadable → 502
+    │       └── UpstreamIncompleteError  the reply was cut off before its end         → 502
     ├── ToolCallError                the model never produced a valid tool call      → 502
     ├── StoreError                   the capability store could not be used
     ├── LocalModelError              the embedded local model cannot be set up or started
@@ -40,6 +41,7 @@ __all__ = [
     "ToolshimError",
     "UpstreamConnectionError",
     "UpstreamError",
+    "UpstreamIncompleteError",
     "UpstreamProtocolError",
     "UpstreamStatusError",
     "UpstreamTimeoutError",
@@ -129,17 +131,38 @@ class UpstreamStatusError(UpstreamError):
 
 
 class UpstreamConnectionError(UpstreamError):
-    """The upstream could not be reached (refused, DNS, reset)."""
+    """The upstream could not be reached (refused, DNS, reset).
+
+    ``sent`` is False when the request never reached the upstream (no connection was made),
+    which makes a retry safe.
+    """
 
     status = 502
     code = "upstream_unreachable"
 
+    def __init__(self, message: str, *, url: str | None = None, sent: bool = True) -> None:
+        super().__init__(message, url=url)
+        self.sent = sent
+
 
 class UpstreamTimeoutError(UpstreamError):
-    """The upstream did not answer within the configured timeout."""
+    """The upstream did not answer within a deadline: ``deadline`` names which one
+    (``connect``, ``read`` or ``total``) and ``seconds`` its length."""
 
     status = 504
     code = "upstream_timeout"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        deadline: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        super().__init__(message, url=url)
+        self.deadline = deadline
+        self.seconds = seconds
 
 
 class UpstreamProtocolError(UpstreamError):
@@ -147,6 +170,13 @@ class UpstreamProtocolError(UpstreamError):
 
     status = 502
     code = "upstream_bad_response"
+
+
+class UpstreamIncompleteError(UpstreamProtocolError):
+    """The upstream's reply stopped before its end (a stream with no finish and no ``[DONE]``,
+    a body shorter than its framing): a truncated reply is never passed off as a whole one."""
+
+    code = "upstream_incomplete"
 
 
 class ToolCallError(ToolshimError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolshim.upstreams._http import SSEDecoder
+from toolshim.upstreams._sse import SSEDecoder
 
 
 def decode(lines: list[str]) -> tuple[list[str], bool]:

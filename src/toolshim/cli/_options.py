@@ -8,14 +8,17 @@ from typing import Annotated
 import typer
 
 __all__ = [
+    "ConnectTimeoutOption",
     "DialectOption",
     "ModeOption",
     "ModelFileOption",
     "RegistryOption",
     "StrategyOption",
     "TimeoutOption",
+    "TotalTimeoutOption",
     "UpstreamApiKeyOption",
     "UpstreamOption",
+    "UpstreamRetriesOption",
 ]
 
 MODE_HELP = (
@@ -92,5 +95,34 @@ TimeoutOption = Annotated[
         envvar="TOOLSHIM_TIMEOUT",
         help="Seconds to wait for each read from the upstream (local models can be slow).",
         min=0.1,
+    ),
+]
+ConnectTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--connect-timeout",
+        envvar="TOOLSHIM_CONNECT_TIMEOUT",
+        help="Seconds to wait for a connection to the upstream.",
+        min=0.1,
+    ),
+]
+TotalTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--total-timeout",
+        envvar="TOOLSHIM_TOTAL_TIMEOUT",
+        help="Seconds one upstream request may take in all, retries and the last byte of a "
+        "stream included (an upstream that drips a byte a second ends there).",
+        min=0.1,
+    ),
+]
+UpstreamRetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--upstream-retries",
+        envvar="TOOLSHIM_UPSTREAM_RETRIES",
+        help="Further tries after a refused connection or a 502/503 answer, before anything "
+        "was sent to the caller (backoff with jitter; Retry-After honoured).",
+        min=0,
     ),
 ]

@@ -21,14 +21,17 @@ from toolshim.cli._common import (
     upstream_target,
 )
 from toolshim.cli._options import (
+    ConnectTimeoutOption,
     DialectOption,
     ModelFileOption,
     ModeOption,
     RegistryOption,
     StrategyOption,
     TimeoutOption,
+    TotalTimeoutOption,
     UpstreamApiKeyOption,
     UpstreamOption,
+    UpstreamRetriesOption,
 )
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 
@@ -92,6 +95,9 @@ def serve(
         ),
     ] = 2,
     timeout: TimeoutOption = 600.0,
+    connect_timeout: ConnectTimeoutOption = 10.0,
+    total_timeout: TotalTimeoutOption = 1800.0,
+    upstream_retries: UpstreamRetriesOption = 2,
     constrain: Annotated[
         bool | None,
         typer.Option(
@@ -141,7 +147,13 @@ def serve(
         store = open_registry(registry, err)
         with upstream_target(upstream, model_file, store, err) as target:
             client = AiohttpUpstream(
-                target.base_url, key=target.key, api_key=upstream_api_key, timeout=timeout
+                target.base_url,
+                key=target.key,
+                api_key=upstream_api_key,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                total_timeout=total_timeout,
+                retries=upstream_retries,
             )
             engine = Engine(
                 client,

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import TextIO
 
+from toolshim.redact import redact
+
 __all__ = [
     "LOG_LEVELS",
     "REQUEST_ID",
@@ -27,12 +29,6 @@ REQUEST_ID: ContextVar[str] = ContextVar("toolshim_request_id", default="-")
 """The id of the request being served in this task (``-`` outside requests)."""
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-_SECRET_PATTERNS = re.compile(
-    r"(?i)(bearer\s+)[^\s'\",]+"  # Authorization: Bearer <token>
-    r"|\b(?:sk|gsk|xai)-[A-Za-z0-9_\-]{8,}|\bhf_[A-Za-z0-9]{16,}"  # provider-style keys
-    r"|((?:api[_-]?key|authorization|x-api-key)['\"]?\s*[:=]\s*['\"]?(?:bearer\s+)?)[^\s'\",}]+"
-)
-_SECRET_HINTS = ("bearer", "sk-", "xai-", "hf_", "key", "authorization")
 _FORMAT = "%(asctime)s %(levelname)-7s [%(request_id)s] %(name)s: %(message)s"
 
 
@@ -41,22 +37,6 @@ def new_request_id(offered: str | None = None) -> str:
     if offered and _SAFE_ID.match(offered):
         return offered
     return f"req_{random.getrandbits(48):012x}"  # an id, not a secret: no need for urandom
-
-
-def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
-    """``text`` with bearer tokens, API-key-looking strings and ``extra_secrets`` masked."""
-    for secret in extra_secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            text = text.replace(secret, "***")
-    lowered = text.lower()
-    if not any(hint in lowered for hint in _SECRET_HINTS):
-        return text  # the common case, ten times cheaper than the pattern
-    return _SECRET_PATTERNS.sub(_mask, text)
-
-
-def _mask(match: re.Match[str]) -> str:
-    prefix = match.group(1) or match.group(2)
-    return f"{prefix}***" if prefix else "***"
 
 
 class RequestIdFilter(logging.Filter):

@@ -1,35 +1,37 @@
-"""What the HTTP adapters share: reading JSON answers and SSE events, and HTTP error mapping.
+"""What the HTTP adapters share: reading JSON answers and events, and HTTP error mapping.
 
-Transport-free: each adapter feeds it the bytes and lines its client library gives.
+Transport-free: each adapter feeds it the bytes its client library gives. An error answer is
+kept (status, body, the upstream's own message) with every credential the request carried
+masked, so that an upstream echoing the key never hands it to a caller.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from toolshim.errors import UpstreamProtocolError, UpstreamStatusError, upstream_error_fields
+from toolshim.redact import redact, redact_json
 
 __all__ = [
-    "SSEDecoder",
     "completion_as_chunks",
     "event_object",
     "json_object",
-    "sse_objects",
     "status_error",
 ]
 
 
-def json_object(content: bytes | str, url: str) -> dict[str, Any]:
-    """A JSON object from an upstream's answer, or an UpstreamProtocolError quoting the start."""
+def json_object(content: bytes | str, url: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A JSON object from an upstream's answer, or an UpstreamProtocolError quoting the start
+    (``secrets`` masked)."""
     try:
         obj = orjson.loads(content)
     except orjson.JSONDecodeError as exc:
         raw = content.encode() if isinstance(content, str) else content
-        snippet = raw[:200].decode("utf-8", "replace")
+        snippet = redact(raw[:200].decode("utf-8", "replace"), secrets)
         raise UpstreamProtocolError(
             f"the upstream at {url} answered with something that is not JSON: {snippet!r}",
             url=url,
@@ -43,17 +45,24 @@ def json_object(content: bytes | str, url: str) -> dict[str, Any]:
 
 
 def status_error(
-    status: int, content: bytes, url: str, retry_after: str | None = None
+    status: int,
+    content: bytes,
+    url: str,
+    retry_after: str | None = None,
+    secrets: Iterable[str] = (),
 ) -> UpstreamStatusError:
-    """An HTTP error answer, with the upstream's status, body, own message and Retry-After."""
+    """An HTTP error answer, with the upstream's status, body, own message and Retry-After;
+    ``secrets`` (the credentials the request carried) and key-like strings are masked."""
     try:
         body: Any = orjson.loads(content)
     except orjson.JSONDecodeError:
         body = content.decode("utf-8", "replace")
+    secrets = tuple(secrets)
+    body = redact_json(body, secrets)
     fields = upstream_error_fields(body)
     message = fields.get("message") or f"the upstream answered HTTP {status}"
     return UpstreamStatusError(
-        str(message),
+        redact(str(message), secrets),
         status=status,
         body=body,
         url=url,
@@ -64,10 +73,11 @@ def status_error(
     )
 
 
-def event_object(data: str, url: str) -> dict[str, Any]:
-    """One SSE event's JSON; an ``{"error": …}`` event (sent mid-stream) raises."""
-    obj = json_object(data, url)
+def event_object(data: str, url: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """One SSE event's JSON; an ``{"error": …}`` event (sent mid-stream) raises, masked."""
+    obj = json_object(data, url, secrets)
     if "error" in obj and "choices" not in obj:
+        obj = redact_json(obj, secrets)
         fields = upstream_error_fields(obj)
         status = obj["error"].get("code") if isinstance(obj["error"], Mapping) else None
         raise UpstreamStatusError(
@@ -77,54 +87,6 @@ def event_object(data: str, url: str) -> dict[str, Any]:
             url=url,
         )
     return obj
-
-
-class SSEDecoder:
-    """Server-sent events, line by line: ``line()`` returns an event's data when one ends.
-
-    Comments (``:``), ``event:``/``id:`` fields and blank keep-alives are skipped; several
-    ``data:`` lines make one event. ``done`` turns true at ``data: [DONE]``.
-    """
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-        self.done = False
-
-    def line(self, line: str) -> str | None:
-        line = line.rstrip("\r\n")
-        if line.startswith("data:"):
-            self._data.append(line[5:].lstrip(" "))
-            return None
-        if line.strip() or not self._data:
-            return None
-        return self._take()
-
-    def end(self) -> str | None:
-        """The data of an event the stream ended without a blank line after."""
-        return self._take() if self._data else None
-
-    def _take(self) -> str | None:
-        data = "\n".join(self._data)
-        self._data = []
-        if data.strip() == "[DONE]":
-            self.done = True
-            return None
-        return data
-
-
-async def sse_objects(lines: AsyncIterable[str | bytes], url: str) -> AsyncIterator[dict[str, Any]]:
-    """The JSON object of each event of an SSE stream, given its lines, up to ``[DONE]``."""
-    decoder = SSEDecoder()
-    async for line in lines:
-        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-        data = decoder.line(text)
-        if data is not None:
-            yield event_object(data, url)
-        if decoder.done:
-            return
-    data = decoder.end()
-    if data is not None:
-        yield event_object(data, url)
 
 
 def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 Works with Ollama's ``/v1``, llama-server, vLLM, LM Studio, OpenRouter and OpenAI. One pooled
 ``httpx.AsyncClient`` is kept (pass your own, e.g. with ``httpx.MockTransport``, in tests).
 Every failure becomes an :mod:`toolshim.errors` upstream error that keeps the status, the body
-and the upstream's own message.
+and the upstream's own message (credentials masked). Deadlines and retries follow
+:mod:`toolshim.upstreams._policy`.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ from toolshim.errors import (
     ConfigError,
     UpstreamConnectionError,
     UpstreamError,
-    UpstreamTimeoutError,
+    UpstreamIncompleteError,
 )
-from toolshim.upstreams._http import (
-    completion_as_chunks,
-    json_object,
-    sse_objects,
-    status_error,
+from toolshim.redact import credential_values, url_without_credentials
+from toolshim.upstreams._http import completion_as_chunks, json_object, status_error
+from toolshim.upstreams._policy import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_RETRIES,
+    DEFAULT_TOTAL_TIMEOUT,
+    NO_RETRIES,
+    Deadlines,
+    RetryPolicy,
+    with_retries,
 )
+from toolshim.upstreams._sse import DEFAULT_MAX_EVENT_BYTES, sse_objects
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "normalize_base_url"]
 
@@ -72,8 +79,10 @@ class OpenAIUpstream:
     """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``).
 
     ``key`` names the upstream in the capability registry; by default it is the normalised
-    base URL. A server whose address changes from run to run (the embedded model on a random
-    port) passes a stable key instead, so that what is learned in one run holds in the next.
+    base URL (without ``user:pass@``). A server whose address changes from run to run (the
+    embedded model on a random port) passes a stable key instead, so that what is learned in
+    one run holds in the next. ``timeout`` is the read deadline, ``connect_timeout`` and
+    ``total_timeout`` the others; ``retries`` how often a safe failure is tried again.
     """
 
     def __init__(
@@ -82,22 +91,30 @@ class OpenAIUpstream:
         *,
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        connect_timeout: float = 10.0,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
+        total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT,
+        retries: int | RetryPolicy = DEFAULT_RETRIES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         headers: Mapping[str, str] | None = None,
         key: str | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
-        self._key = key if key is not None else self.base_url
+        self.shown_url = url_without_credentials(self.base_url)
+        self._key = url_without_credentials(key) if key is not None else self.shown_url
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self.deadlines = Deadlines(connect=connect_timeout, read=timeout, total=total_timeout)
+        self.retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
+        self.max_event_bytes = max_event_bytes
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout, pool=connect_timeout)
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=self._timeout,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
+        self._base_secrets = credential_values(self._headers, self.base_url)
 
     @property
     def key(self) -> str:
@@ -105,9 +122,9 @@ class OpenAIUpstream:
         return self._key
 
     def __repr__(self) -> str:
-        if self._key != self.base_url:
-            return f"OpenAIUpstream({self.base_url!r}, key={self._key!r})"
-        return f"OpenAIUpstream({self.base_url!r})"
+        if self._key != self.shown_url:
+            return f"OpenAIUpstream({self.shown_url!r}, key={self._key!r})"
+        return f"OpenAIUpstream({self.shown_url!r})"
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
@@ -115,75 +132,145 @@ class OpenAIUpstream:
     def _merged(self, headers: Mapping[str, str] | None) -> dict[str, str]:
         return {**self._headers, **headers} if headers else self._headers
 
+    def _secrets(self, headers: Mapping[str, str] | None) -> tuple[str, ...]:
+        if not headers:
+            return self._base_secrets
+        return (*self._base_secrets, *credential_values(headers))
+
+    async def _open(
+        self,
+        request: httpx.Request,
+        deadline: float | None,
+        secrets: tuple[str, ...],
+        retry: RetryPolicy | None = None,
+    ) -> httpx.Response:
+        """A streamed response whose status is not an error (an error answer raises)."""
+
+        async def attempt() -> httpx.Response:
+            try:
+                async with self.deadlines.bound(deadline, self.shown_url):
+                    response = await self._client.send(request, stream=True)
+                    if response.status_code < 400:
+                        return response
+                    try:
+                        content = await response.aread()
+                    finally:
+                        await response.aclose()
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc) from exc
+            raise status_error(
+                response.status_code,
+                content,
+                self.shown_url,
+                response.headers.get("retry-after"),
+                secrets,
+            )
+
+        retry = self.retry if retry is None else retry
+        return await with_retries(attempt, retry, deadline=deadline, url=self.shown_url)
+
+    async def _read(self, response: httpx.Response, deadline: float | None) -> bytes:
+        try:
+            async with self.deadlines.bound(deadline, self.shown_url):
+                return await response.aread()
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, started=True) from exc
+        finally:
+            await response.aclose()
+
+    async def _chunks(
+        self, response: httpx.Response, deadline: float | None
+    ) -> AsyncIterator[bytes]:
+        raw = response.aiter_bytes()
+        while True:
+            try:
+                async with self.deadlines.bound(deadline, self.shown_url):
+                    chunk = await anext(raw, b"")
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, started=True) from exc
+            if not chunk:
+                return
+            yield chunk
+
+    def _request(
+        self, method: str, path: str, headers: dict[str, str], body: Any = None
+    ) -> httpx.Request:
+        extensions = {"timeout": self._timeout.as_dict()}
+        return self._client.build_request(
+            method, self._url(path), json=body, headers=headers, extensions=extensions
+        )
+
     async def complete(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        url = self._url("chat/completions")
-        try:
-            response = await self._client.post(
-                url, json=body, headers=self._merged(headers), timeout=self._timeout
-            )
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc, url) from exc
-        if response.status_code >= 400:
-            raise status_error(
-                response.status_code, response.content, url, response.headers.get("retry-after")
-            )
-        return json_object(response.content, url)
+        secrets = self._secrets(headers)
+        deadline = self.deadlines.start()
+        request = self._request("POST", "chat/completions", self._merged(headers), body)
+        response = await self._open(request, deadline, secrets)
+        return json_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def stream(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
-        url = self._url("chat/completions")
-        payload = {**body, "stream": True}
+        secrets = self._secrets(headers)
+        deadline = self.deadlines.start()
         merged = {**self._merged(headers), "Accept": "text/event-stream"}
+        request = self._request("POST", "chat/completions", merged, {**body, "stream": True})
+        response = await self._open(request, deadline, secrets)
         try:
-            async with self._client.stream(
-                "POST", url, json=payload, headers=merged, timeout=self._timeout
-            ) as response:
-                if response.status_code >= 400:
-                    raise status_error(
-                        response.status_code,
-                        await response.aread(),
-                        url,
-                        response.headers.get("retry-after"),
-                    )
-                ctype = response.headers.get("content-type", "")
-                if "text/event-stream" not in ctype and "json" in ctype:
-                    # The upstream ignored "stream": answer with the whole completion as chunks.
-                    whole = json_object(await response.aread(), url)
-                    for chunk in completion_as_chunks(whole):
-                        yield chunk
-                    return
-                async for chunk in sse_objects(response.aiter_lines(), url):
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype and "json" in ctype:
+                # The upstream ignored "stream": answer with the whole completion as chunks.
+                whole = json_object(await self._read(response, deadline), self.shown_url, secrets)
+                for chunk in completion_as_chunks(whole):
                     yield chunk
-        except UpstreamError:
-            raise
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc, url) from exc
+                return
+            events = sse_objects(
+                self._chunks(response, deadline),
+                self.shown_url,
+                content_type=ctype,
+                max_event_bytes=self.max_event_bytes,
+                secrets=secrets,
+            )
+            async for chunk in events:
+                yield chunk
+        finally:
+            await response.aclose()
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        url = self._url("models")
-        try:
-            response = await self._client.get(url, headers=self._merged(headers))
-        except httpx.HTTPError as exc:
-            raise _transport_error(exc, url) from exc
-        if response.status_code >= 400:
-            raise status_error(
-                response.status_code, response.content, url, response.headers.get("retry-after")
-            )
-        return json_object(response.content, url)
+        secrets = self._secrets(headers)
+        deadline = self.deadlines.start()
+        request = self._request("GET", "models", self._merged(headers))
+        # (not retried: /healthz must say at once that the upstream is down, and why)
+        response = await self._open(request, deadline, secrets, NO_RETRIES)
+        return json_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.aclose()
 
-
-def _transport_error(exc: httpx.HTTPError, url: str) -> UpstreamError:
-    if isinstance(exc, httpx.TimeoutException):
-        return UpstreamTimeoutError(
-            f"the upstream at {url} did not answer in time ({exc!r})", url=url
+    def _transport_error(self, exc: httpx.HTTPError, *, started: bool = False) -> UpstreamError:
+        """The error for ``exc``; ``started``: the answer's headers had come."""
+        url = self.shown_url
+        if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+            return self.deadlines.connect_error(url)
+        if isinstance(exc, httpx.TimeoutException):
+            return self.deadlines.read_error(url)
+        if isinstance(exc, httpx.ConnectError):
+            return UpstreamConnectionError(
+                f"could not reach the upstream at {url}: {exc}", url=url, sent=False
+            )
+        if started:
+            return UpstreamIncompleteError(
+                f"the upstream at {url} cut its reply off before its end "
+                f"({type(exc).__name__}{': ' if str(exc) else ''}{exc})",
+                url=url,
+            )
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return UpstreamConnectionError(
+                f"the upstream at {url} broke the connection: {exc or type(exc).__name__}",
+                url=url,
+            )
+        return UpstreamConnectionError(
+            f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
         )
-    if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)):
-        return UpstreamConnectionError(f"could not reach the upstream at {url}: {exc}", url=url)
-    return UpstreamConnectionError(f"error talking to the upstream at {url}: {exc!r}", url=url)

@@ -20,7 +20,8 @@ MASK = "***"
 _SECRET_PATTERNS = re.compile(
     r"(?i)(bearer\s+)[^\s'\",]+"  # Authorization: Bearer <token>
     r"|\b(?:sk|gsk|xai)-[A-Za-z0-9_\-]{8,}|\bhf_[A-Za-z0-9]{16,}"  # provider-style keys
-    r"|((?:api[_-]?key|authorization|x-api-key)['\"]?\s*[:=]\s*['\"]?(?:bearer\s+)?)[^\s'\",}]+"
+    r"|((?:api[_-]?key|authorization|x-api-key)['\"]?\s*[:=]\s*['\"]?"
+    r"(?:(?:bearer|token|basic|key)\s+)?)[^\s'\",}]+"
     r"|(\b[a-z][a-z0-9+.\-]*://)[^\s/@'\"]+@"  # user:pass@ in a URL
 )
 _SECRET_HINTS = ("bearer", "sk-", "xai-", "hf_", "key", "authorization", "@")

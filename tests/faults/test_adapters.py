@@ -150,3 +150,13 @@ async def test_html_with_200_to_a_stream_names_the_content_type(kind: str) -> No
 
 def test_the_matrix_is_json_serialisable_for_the_docs() -> None:
     json.dumps({name: [f.plain_outcome, f.streamed_outcome] for name, f in FAULTS.items()})
+
+
+@pytest.mark.parametrize("kind", ADAPTERS)
+async def test_an_html_error_page_is_named_by_its_title_not_pasted(kind: str) -> None:
+    async with serving(FAULTS["502 HTML"], False) as (url, _):
+        with pytest.raises(ToolshimError) as caught:
+            await call(adapter(kind, url, retries=0), False)
+    assert caught.value.message == (
+        "the upstream answered HTTP 502 with an HTML page ('502 Bad Gateway')"
+    )

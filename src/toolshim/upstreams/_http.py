@@ -7,6 +7,7 @@ masked, so that an upstream echoing the key never hands it to a caller.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -22,6 +23,10 @@ __all__ = [
     "json_object",
     "status_error",
 ]
+
+
+_HTML = re.compile(r"\s*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.{0,200}?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 def json_object(content: bytes | str, url: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
@@ -59,6 +64,13 @@ def status_error(
         body = content.decode("utf-8", "replace")
     secrets = tuple(secrets)
     body = redact_json(body, secrets)
+    if isinstance(body, str) and _HTML.match(body):
+        title = _TITLE.search(body)
+        page = repr(" ".join(title.group(1).split())) if title else "no title"
+        message = f"the upstream answered HTTP {status} with an HTML page ({page})"
+        return UpstreamStatusError(
+            message, status=status, body=body, url=url, retry_after=retry_after
+        )
     fields = upstream_error_fields(body)
     message = fields.get("message") or f"the upstream answered HTTP {status}"
     return UpstreamStatusError(

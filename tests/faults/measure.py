@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.faults.badserver import bad_server, closed_port
 from tests.faults.faults import DEADLINES, FAULTS, Fault
-from tests.server.helpers import chat, proxy
+from tests.server.helpers import assemble, chat, proxy, sse_events
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
 
@@ -27,7 +27,8 @@ def result(status: int, text: str, stream: bool) -> str:
             data = block.removeprefix("data: ")
             if data.startswith("{") and '"error"' in data[:12]:
                 return f"200, then error event `{json.loads(data)['error']['code']}`"
-        return "200, stream ends with its finish_reason"
+        finish = assemble(sse_events(text))["finish_reason"]
+        return f"200, ends with finish_reason `{finish}`"
     return f"200, finish_reason `{json.loads(text)['choices'][0]['finish_reason']}`"
 
 

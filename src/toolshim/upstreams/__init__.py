@@ -1,6 +1,14 @@
 """Upstreams: the model servers toolshim talks to."""
 
+from toolshim.upstreams._policy import Deadlines, RetryPolicy
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream, normalize_base_url
 
-__all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "Upstream", "normalize_base_url"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Deadlines",
+    "OpenAIUpstream",
+    "RetryPolicy",
+    "Upstream",
+    "normalize_base_url",
+]

@@ -2,7 +2,8 @@
 
 Each fault is a coroutine ``(reader, writer, request)`` that answers one request however it
 likes (or never). :func:`bad_server` serves one fault in the running loop and records the
-requests it got; :func:`closed_port` gives a port where nothing listens.
+requests it got; :func:`closed_port` gives a port where nothing listens, and
+:func:`unanswered_port` one whose accept queue is full (a connection attempt hangs).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import asyncio
 import json
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "event",
     "head",
     "reset",
+    "unanswered_port",
 ]
 
 
@@ -109,6 +111,28 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A port on 127.0.0.1 whose listener never accepts and whose queue is full: the kernel
+    drops further connection attempts, so they hang until the client's connect timeout."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        fillers = []
+        try:
+            for _ in range(4):
+                filler = socket.socket()
+                filler.setblocking(False)
+                with suppress(BlockingIOError):
+                    filler.connect(("127.0.0.1", port))
+                fillers.append(filler)
+            yield port
+        finally:
+            for filler in fillers:
+                filler.close()
 
 
 def head(status: int = 200, headers: dict[str, str] | None = None, *, reason: str = "X") -> bytes:

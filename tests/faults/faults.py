@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tests.faults.badserver import Request, chunk, completion, delta, event, head, reset
+from tests.faults.badserver import (
+    Request,
+    bad_server,
+    chunk,
+    closed_port,
+    completion,
+    delta,
+    event,
+    head,
+    reset,
+    unanswered_port,
+)
 
-__all__ = ["DEADLINES", "FAULTS", "Fault", "Outcome"]
+__all__ = ["DEADLINES", "FAULTS", "Fault", "Outcome", "fault_url"]
 
 DEADLINES = {"connect_timeout": 1.0, "timeout": 0.6, "total_timeout": 1.5}
 """What every fault case runs with: short deadlines, so that a hang shows as a failure."""
@@ -37,6 +49,8 @@ class Fault:
     streamed_outcome: Outcome
     retried: bool = False
     """The request is tried 1 + retries times."""
+    no_server: str = ""
+    """Without a server: ``refused`` (nothing listens) or ``unanswered`` (a full queue)."""
 
     def behaviour(self, streamed: bool) -> Behaviour:
         """The server's behaviour for a streamed or a plain request (not for "refused")."""
@@ -232,6 +246,16 @@ FAULTS: dict[str, Fault] = {
         (502, "upstream_unreachable"),
         (502, "upstream_unreachable"),
         retried=True,
+        no_server="refused",
+    ),
+    "connect hangs": Fault(
+        "the listener's queue is full: SYNs are dropped",
+        None,
+        None,
+        (504, "upstream_timeout"),
+        (504, "upstream_timeout"),
+        retried=True,
+        no_server="unanswered",
     ),
     "reset mid-body": Fault(
         "TCP reset after part of the body",
@@ -323,3 +347,16 @@ FAULTS: dict[str, Fault] = {
         None,
     ),
 }
+
+
+@asynccontextmanager
+async def fault_url(fault: Fault, streamed: bool) -> AsyncIterator[tuple[str, list[Request]]]:
+    """The base URL of an upstream that misbehaves as ``fault`` says, and the requests it got."""
+    if fault.no_server == "refused":
+        yield f"http://127.0.0.1:{closed_port()}/v1", []
+    elif fault.no_server == "unanswered":
+        with unanswered_port() as port:
+            yield f"http://127.0.0.1:{port}/v1", []
+    else:
+        async with bad_server(fault.behaviour(streamed)) as server:
+            yield server.base_url, server.requests

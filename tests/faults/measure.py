@@ -12,8 +12,7 @@ import json
 import time
 from typing import Any
 
-from tests.faults.badserver import bad_server, closed_port
-from tests.faults.faults import DEADLINES, FAULTS, Fault
+from tests.faults.faults import DEADLINES, FAULTS, Fault, fault_url
 from tests.server.helpers import assemble, chat, proxy, sse_events
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
@@ -42,15 +41,11 @@ async def one(fault: Fault, stream: bool) -> str:
                 await p.engine.aclose()
         return answer.status_code, answer.text
 
-    started = time.perf_counter()
-    if fault.plain is None:
-        status, text = await ask(f"http://127.0.0.1:{closed_port()}/v1")
-        tries = ""
-    else:
-        async with bad_server(fault.behaviour(stream)) as server:
-            status, text = await ask(server.base_url)
-            tries = f", {len(server.requests)} tries" if len(server.requests) > 1 else ""
-    elapsed = time.perf_counter() - started
+    async with fault_url(fault, stream) as (url, requests):
+        started = time.perf_counter()
+        status, text = await ask(url)
+        elapsed = time.perf_counter() - started
+    tries = f", {len(requests)} tries" if len(requests) > 1 else ""
     return f"{result(status, text, stream)} in {elapsed:.2f} s{tries}"
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from tests.faults.badserver import bad_server, closed_port
-from tests.faults.faults import CUT_ARGUMENTS, DEADLINES, FAULTS, Fault, huge_arguments
+from tests.faults.badserver import bad_server
+from tests.faults.faults import CUT_ARGUMENTS, DEADLINES, FAULTS, fault_url, huge_arguments
 from toolshim.errors import ToolshimError, UpstreamTimeoutError
 from toolshim.upstreams import OpenAIUpstream
 from toolshim.upstreams._policy import RetryPolicy
@@ -29,14 +27,7 @@ def adapter(kind: str, url: str, **options: Any) -> OpenAIUpstream | AiohttpUpst
     return ADAPTERS[kind](url, **options)  # type: ignore[no-any-return]
 
 
-@asynccontextmanager
-async def serving(fault: Fault, streamed: bool) -> AsyncIterator[tuple[str, list[Any]]]:
-    behaviour = fault.streamed if streamed else fault.plain
-    if behaviour is None:
-        yield f"http://127.0.0.1:{closed_port()}/v1", []
-        return
-    async with bad_server(behaviour) as server:
-        yield server.base_url, server.requests
+serving = fault_url
 
 
 async def call(client: OpenAIUpstream | AiohttpUpstream, streamed: bool) -> Any:
@@ -70,16 +61,18 @@ async def test_each_fault_has_one_defined_error(name: str, streamed: bool, kind:
 @pytest.mark.parametrize("kind", ADAPTERS)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize(
-    ("name", "deadline"), [("no answer before headers", "read"), ("drip", "total")]
+    ("name", "deadline"),
+    [("connect hangs", "connect"), ("no answer before headers", "read"), ("drip", "total")],
 )
 async def test_a_timeout_names_the_deadline_that_passed(
     name: str, deadline: str, streamed: bool, kind: str
 ) -> None:
     async with serving(FAULTS[name], streamed) as (url, _):
         with pytest.raises(UpstreamTimeoutError) as caught:
-            await call(adapter(kind, url), streamed)
+            await call(adapter(kind, url, retries=0), streamed)
     assert caught.value.deadline == deadline
-    seconds = DEADLINES["timeout" if deadline == "read" else "total_timeout"]
+    option = {"connect": "connect_timeout", "read": "timeout", "total": "total_timeout"}[deadline]
+    seconds = DEADLINES[option]
     assert f"the {deadline} timeout" in caught.value.message
     assert f"{seconds:g}s" in caught.value.message
 

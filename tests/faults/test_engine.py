@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.faults.badserver import bad_server, closed_port
-from tests.faults.faults import CUT_ARGUMENTS, DEADLINES, FAULTS, huge_arguments
+from tests.faults.badserver import bad_server
+from tests.faults.faults import CUT_ARGUMENTS, DEADLINES, FAULTS, fault_url, huge_arguments
 from tests.server.helpers import WEATHER
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -76,15 +76,10 @@ async def test_each_fault_ends_in_its_error_never_a_made_up_finish(
     name: str, streamed: bool, mode: str
 ) -> None:
     fault = FAULTS[name]
-    behaviour = fault.streamed if streamed else fault.plain
     expected = fault.streamed_outcome if streamed else fault.plain_outcome
-    if behaviour is None:
+    async with fault_url(fault, streamed) as (url, _):
         with pytest.raises(ToolshimError) as caught:
-            await served(f"http://127.0.0.1:{closed_port()}/v1", mode, streamed)
-    else:
-        async with bad_server(behaviour) as server:
-            with pytest.raises(ToolshimError) as caught:
-                await served(server.base_url, mode, streamed)
+            await served(url, mode, streamed)
     assert outcome(caught.value) == expected, caught.value.message
     chunks: list[StreamChunk] = caught.value.chunks  # type: ignore[attr-defined]
     assert not any(c.finish_reason for c in chunks), "a finish was made up before the error"

@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.faults.badserver import Request, bad_server, closed_port, completion, head
+from tests.faults.badserver import (
+    Request,
+    bad_server,
+    closed_port,
+    completion,
+    head,
+    unanswered_port,
+)
 from tests.faults.faults import FAULTS, huge_arguments
 from tests.server.helpers import Proxy, assemble, chat, proxy, sse_events
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
@@ -153,6 +160,15 @@ async def test_a_dripping_upstream_ends_at_the_total_deadline(stream: bool) -> N
         error = answer.json()["error"]
     assert error["code"] == "upstream_timeout"
     assert "total timeout of 1s" in error["message"]
+
+
+async def test_a_connect_timeout_is_named_as_such() -> None:
+    with unanswered_port() as port:
+        upstream = AiohttpUpstream(f"http://127.0.0.1:{port}/v1", connect_timeout=0.3)
+        async with served(upstream) as p:
+            answer = await p.client.post("/v1/chat/completions", json=chat())
+    assert answer.status_code == 504
+    assert "within the connect timeout of 0.3s" in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

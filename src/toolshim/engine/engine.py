@@ -34,6 +34,7 @@ from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import EngineOptions
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
+from toolshim.schemas import inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
@@ -225,6 +226,7 @@ class Engine:
                 )
             overrides = {**per_request, **overrides}
         chat = parse_request(request)
+        schema_notes = inspect_tools(chat.tools)  # caller schemas: local $refs, bounded
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
@@ -241,7 +243,7 @@ class Engine:
                 constrained=True,
             )
             constrain = dialect.response_format(chat.function_tools, probe) is not None
-        return Turn(
+        turn = Turn(
             request=chat,
             upstream=self.upstream,
             mode=options.mode,
@@ -251,6 +253,9 @@ class Engine:
             headers=headers,
             constrained=constrain,
         )
+        for note in schema_notes:
+            turn.warn(note)
+        return turn
 
     def support(self, model: str) -> Support:
         """Native tool support as the engine acts on it: the registry's winning fact, except

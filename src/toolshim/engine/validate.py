@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import SchemaError
 
 from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.schema_quirks import as_meant
+from toolshim.schemas import checker, inspect_schema
 from toolshim.types import ToolChoice, ToolSpec
 
 __all__ = ["Verdict", "coerce_arguments", "reask_message", "validate_calls"]
@@ -49,7 +46,8 @@ def validate_calls(
     """Check names, arguments and the tool_choice/parallel rules; coerce obvious scalar drift.
 
     ``truncated`` says the reply stopped at ``max_tokens``: a call that only parsed after
-    repair may have lost the end of an argument, so it is not trusted.
+    repair may have lost the end of an argument, so it is not trusted. A tool schema that is
+    not safe to check (:mod:`toolshim.schemas`) raises :class:`InvalidRequestError`.
     """
     by_name = {t.name: t for t in tools if t.is_function}
     available = ", ".join(repr(n) for n in by_name) or "(none)"
@@ -70,7 +68,7 @@ def validate_calls(
             problems.append(f"the arguments of {call.name!r} must be a JSON object")
             continue
         arguments = coerce_arguments(call.arguments, tool.parameters)
-        errors, schema_ok = _schema_errors(arguments, tool.parameters)
+        errors, schema_ok = _schema_errors(arguments, tool)
         if not schema_ok:
             warnings.append(f"the schema of {tool.name!r} is not a valid JSON Schema; not checked")
         if errors:
@@ -131,22 +129,21 @@ def reask_message(
 # -- schema checking ----------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=512)
-def _validator(schema_text: str) -> Any:
-    schema = as_meant(json.loads(schema_text))
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)
-
-
-def _schema_errors(
-    arguments: Mapping[str, Any], schema: Mapping[str, Any]
-) -> tuple[list[str], bool]:
+def _schema_errors(arguments: Mapping[str, Any], tool: ToolSpec) -> tuple[list[str], bool]:
+    """The first problems of ``arguments`` against the tool's schema, and whether the schema
+    could be checked at all (False: not a valid JSON Schema)."""
+    inspect_schema(tool.name, tool.parameters)
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
-    except (SchemaError, TypeError, ValueError):
+        check = checker(json.dumps(tool.parameters, sort_keys=True), as_meant)
+    except (TypeError, ValueError):
         return [], False
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
+    if check is None:
+        return [], False
+    try:
+        errors = check.errors(dict(arguments), name=tool.name)
+    except RecursionError:
+        return ["the arguments are nested too deeply to be checked"], True
+    errors.sort(key=lambda e: [str(p) for p in e.absolute_path])
     out = []
     for error in errors[:3]:
         where = "/".join(str(p) for p in error.absolute_path)

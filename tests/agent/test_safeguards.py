@@ -32,7 +32,10 @@ def counting_agent(fake: FakeUpstream, counter: Counter, **kwargs: Any) -> Agent
     return Agent([Tool(counter, name="get_weather")], upstream=fake, model="m", **kwargs)
 
 
-async def test_the_same_call_after_its_result_ends_the_run_with_that_result(kind: Kind) -> None:
+async def test_the_same_call_after_its_result_ends_the_run_with_that_result() -> None:
+    """Natively, the agent's own loop detection stops a repeated call (emulated, the engine
+    re-asks first: see the next test)."""
+    kind: Kind = "native"
     counter = Counter()
     fake = fake_for(
         kind,
@@ -49,6 +52,23 @@ async def test_the_same_call_after_its_result_ends_the_run_with_that_result(kind
     assert len(fake.queue) == 1  # no third request went to the model
     assert_valid_history(result.messages)
     assert result.messages[-1]["content"] == result.output
+
+
+async def test_an_emulated_repeat_is_reasked_and_the_run_ends_with_an_answer() -> None:
+    counter = Counter()
+    repeat = calls_reply("emulated", ("get_weather", {"city": "Paris"}))
+    fake = fake_for(
+        "emulated",
+        calls_reply("emulated", ("get_weather", {"city": "Paris"})),
+        repeat,
+        repeat,
+        "It is 18 degrees in Paris.",
+    )
+    result = await counting_agent(fake, counter).arun("Weather in Paris?")
+    assert counter.calls == [("Paris", "celsius")]  # the tool ran once
+    assert result.completed and result.output == "It is 18 degrees in Paris."
+    assert len(fake.queue) == 0
+    assert_valid_history(result.messages)
 
 
 async def test_loop_detection_compares_normalised_arguments(kind: Kind) -> None:

@@ -56,7 +56,7 @@ async def test_tool_call_error_carries_the_metadata(stream: bool, strategy: str)
     meta = meta_of(error)
     assert meta.emulated and meta.mode == "force" and meta.dialect == "json"
     assert (meta.llm_calls, meta.reasks) == (3, 2)
-    assert "tool calls emulated" in meta.warnings
+    assert "tool calls emulated" not in meta.warnings  # no emulated call came back
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -221,16 +221,51 @@ def repeat_warnings(out: Assembled) -> list[str]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_an_emulated_repeat_is_returned_with_a_warning(stream: bool) -> None:
+async def test_an_emulated_repeat_is_reasked_once_with_the_result_quoted(stream: bool) -> None:
+    again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    upstream = FakeUpstream([again, "It is 18 degrees and sunny in Paris."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, answered('{ "city" : "Paris" }'), stream)
+    assert out.calls == {} and out.content == "It is 18 degrees and sunny in Paris."
+    assert upstream.calls == 2 and out.meta is not None and out.meta.reasks == 1
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert 'you already called get_weather({"city": "Paris"}) and have its result' in reask
+    assert "have its result: 'sunny'" in reask  # the result itself is quoted
+    assert "tool calls emulated" not in out.meta.warnings
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream: bool) -> None:
+    again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    upstream = FakeUpstream([again, again, "18 degrees in Paris."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    out = await serve(engine, answered(), stream)
+    assert out.calls == {} and out.content == "18 degrees in Paris."
+    assert upstream.calls == 3
+    last = upstream.history[2]["messages"]
+    assert "get_weather" not in last[0]["content"] or last[0]["role"] != "system"
+    folded = last[-1]["content"]
+    assert folded.startswith("What is the weather in Paris?")
+    assert 'You called get_weather(city="Paris"); it returned:' in folded
+    assert "Answer the question using these results" in folded
+    assert out.meta is not None
+    assert any("answered from the results without tools" in w for w in out.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_repeat_under_a_forced_choice_is_returned_with_a_warning(stream: bool) -> None:
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    out = await serve(engine, answered('{ "city" : "Paris" }'), stream)
+    out = await serve(
+        engine, {**answered('{ "city" : "Paris" }'), "tool_choice": "required"}, stream
+    )
     assert [c["name"] for c in out.calls.values()] == ["get_weather"]
     assert upstream.calls == 1 and out.meta is not None and out.meta.reasks == 0
     assert repeat_warnings(out) == [
         'repeats get_weather({"city": "Paris"}) whose result is already in the conversation'
     ]
+    assert "tool calls emulated" in out.meta.warnings
 
 
 @pytest.mark.parametrize("stream", [False, True])

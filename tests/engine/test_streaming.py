@@ -80,7 +80,9 @@ async def test_streamed_table_matches(mode: str, kind: str, needed: bool, strate
     calls = single if strategy == "single" else decision
     assert upstream.calls == calls
     assert result.meta is not None and result.meta.llm_calls == calls
-    assert result.meta.emulated == ("tool calls emulated" in result.meta.warnings)
+    assert ("tool calls emulated" in result.meta.warnings) == (
+        result.meta.emulated and bool(result.calls)
+    )
 
 
 @pytest.mark.parametrize(("mode", "kind"), sorted(FORCED_TABLE))

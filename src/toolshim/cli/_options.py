@@ -9,6 +9,7 @@ import typer
 
 __all__ = [
     "ConnectTimeoutOption",
+    "DefaultMaxTokensOption",
     "DialectOption",
     "ModeOption",
     "ModelFileOption",
@@ -123,6 +124,16 @@ UpstreamRetriesOption = Annotated[
         envvar="TOOLSHIM_UPSTREAM_RETRIES",
         help="Further tries after a refused connection or a 502/503 answer, before anything "
         "was sent to the caller (backoff with jitter; Retry-After honoured).",
+        min=0,
+    ),
+]
+DefaultMaxTokensOption = Annotated[
+    int,
+    typer.Option(
+        "--default-max-tokens",
+        envvar="TOOLSHIM_DEFAULT_MAX_TOKENS",
+        help="max_tokens for an emulated request that sets none, so that a model looping on "
+        "its own output stops (0: no cap).",
         min=0,
     ),
 ]

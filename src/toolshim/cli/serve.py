@@ -22,6 +22,7 @@ from toolshim.cli._common import (
 )
 from toolshim.cli._options import (
     ConnectTimeoutOption,
+    DefaultMaxTokensOption,
     DialectOption,
     ModelFileOption,
     ModeOption,
@@ -33,6 +34,7 @@ from toolshim.cli._options import (
     UpstreamOption,
     UpstreamRetriesOption,
 )
+from toolshim.engine.options import DEFAULT_MAX_TOKENS
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 
 __all__ = ["register", "serve"]
@@ -67,6 +69,7 @@ def serve(
     strategy: StrategyOption = "single",
     dialect: DialectOption = None,
     registry: RegistryOption = None,
+    default_max_tokens: DefaultMaxTokensOption = DEFAULT_MAX_TOKENS,
     host: Annotated[str, typer.Option(envvar="TOOLSHIM_HOST", help="Address to listen on.")] = (
         "127.0.0.1"
     ),
@@ -165,6 +168,7 @@ def serve(
                 rescue=rescue,
                 registry=store,
                 learn=learn,
+                default_max_tokens=default_max_tokens or None,
             )
             app = create_app(
                 engine,

@@ -32,6 +32,7 @@ class HermesDialect(Dialect):
     """Qwen/Hermes tool calling: JSON signatures in, ``<tool_call>`` blocks out."""
 
     name = "hermes"
+    stop_sequences = ("<tool_response>",)
 
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         shown = tools_needing(tools, options)

@@ -35,6 +35,7 @@ class WindlassDialect(Dialect):
     """Markdown tool descriptions; JSON call blocks anywhere in the reply."""
 
     name = "windlass"
+    stop_sequences = ("Tool Result (",)
 
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         shown = tools_needing(tools, options)

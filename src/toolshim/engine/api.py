@@ -77,6 +77,7 @@ class Answer:
         except ToolshimError as exc:
             with_meta(exc, turn)
             raise
+        turn.calls_returned = bool(completion.tool_calls)
         legacy = turn.request.legacy_functions
         if legacy and len(completion.tool_calls) > 1:
             turn.warn(dropped_calls_warning(len(completion.tool_calls)))

@@ -17,8 +17,9 @@ from typing import Any
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.history import rewrite_history
+from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.nocalls import answer_without_calls
+from toolshim.engine.repeats import drop_repeats_in_reply, placeholder_problems, repeat_problems
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.validate import Verdict, reask_message, validate_calls
 from toolshim.errors import ToolCallError
@@ -29,10 +30,14 @@ __all__ = [
     "cut_off",
     "emulate",
     "emulation_body",
+    "stop_sequences",
     "tool_call_message",
 ]
 
 _STREAM_ONLY = ("stream", "stream_options")
+_LENGTH_KEYS = ("max_tokens", "max_completion_tokens")
+_MAX_STOPS = 4
+"""OpenAI accepts at most four stop sequences; the caller's own come first."""
 FORMAT_WARNING = "answered again without tools, in the caller's response_format"
 
 
@@ -45,11 +50,19 @@ def emulation_body(
     text = None
     if instructions and request.wants_tools and tools:
         text = rendered_tools(turn.dialect, tools, turn.prompt_options)
-    messages = (*rewrite_history(request.messages, turn.dialect, text), *extra)
+    if text is None and turn.results_in:
+        history = fold_results(request.messages, turn.dialect)  # an answer from the results
+    else:
+        history = rewrite_history(request.messages, turn.dialect, text)
+    messages = (*history, *extra)
     params = dict(request.params)
     if not stream:
         for key in _STREAM_ONLY:
             params.pop(key, None)
+    if turn.default_max_tokens is not None and not any(k in params for k in _LENGTH_KEYS):
+        params["max_tokens"] = turn.default_max_tokens
+    if text is not None and turn.dialect.stop_sequences:
+        params["stop"] = stop_sequences(params.get("stop"), turn.dialect.stop_sequences)
     if text is not None:
         # The caller's response_format is for the answer, not for the tool decision: held to
         # it, the model could not write a call. It applies to the answer asked for afterwards.
@@ -62,6 +75,17 @@ def emulation_body(
         replace(request, messages=messages, stream=stream, params=params), tools=False
     )
     return body
+
+
+def stop_sequences(caller: Any, dialect: Sequence[str]) -> list[str]:
+    """The caller's ``stop`` (a string or a list) followed by the dialect's, at most four."""
+    if isinstance(caller, str):
+        own = [caller]
+    elif isinstance(caller, list):
+        own = [s for s in caller if isinstance(s, str)]
+    else:
+        own = []
+    return list(dict.fromkeys([*own, *dialect]))[:_MAX_STOPS]
 
 
 def tool_call_message(calls: Sequence[ParsedCall]) -> Message:
@@ -80,6 +104,7 @@ def check(
     """Check parsed calls against the turn's tools, tool_choice and the dialect's limits (a
     ``native`` reply is held to the request's rules only, not to the dialect's)."""
     request = turn.request
+    calls, finish = drop_repeats_in_reply(turn, calls, finish)
     verdict = validate_calls(
         calls,
         request.function_tools,
@@ -90,6 +115,12 @@ def check(
     )
     for warning in verdict.warnings:
         turn.warn(warning)
+    if native or not verdict.ok or not verdict.calls:
+        return verdict
+    problems = placeholder_problems(verdict.calls, request.function_tools)
+    problems += repeat_problems(turn, verdict.calls)
+    if problems:
+        return replace(verdict, problems=tuple(problems))
     return verdict
 
 
@@ -131,6 +162,8 @@ async def _single(turn: Turn) -> Completion:
     while True:
         completion = await turn.call(emulation_body(turn, extra))
         result, problems, parsed = _settle_choices(turn, completion)
+        if turn.answer_now:
+            return await _answer_without_tools(turn)
         if not problems:
             answered = not result.tool_calls
             if answered and turn.caller_format is not None:
@@ -140,12 +173,12 @@ async def _single(turn: Turn) -> Completion:
                 # The model declined without answering: ask for the answer without tools.
                 return await _answer_without_tools(turn)
             return result
-        if completion.finish_reason == "length":
+        if completion.finish_reason == "length" and turn.trimmed_reply is None:
             return cut_off(turn, completion, problems, parsed)
         if turn.reasks >= turn.max_reasks:
             return await _give_up(turn, completion, problems, parsed)
         turn.reasks += 1
-        extra += _reask(turn, completion.message.text, problems)
+        extra += _reask(turn, turn.trimmed_reply or completion.message.text, problems)
 
 
 def _settle_choices(
@@ -240,12 +273,14 @@ async def _decision(turn: Turn) -> Completion:
     while True:
         completion = await turn.call(emulation_body(turn, extra))
         parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
+        if turn.answer_now:
+            return await _answer_without_tools(turn)
         if verdict.ok and verdict.calls:
             return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")
         if verdict.ok:
             # Decision "no tools" (explicit, or no call found): the final request without tools.
             return await _answer_without_tools(turn)
-        if completion.finish_reason == "length":
+        if completion.finish_reason == "length" and turn.trimmed_reply is None:
             return cut_off(turn, completion, verdict.problems, parsed)
         if turn.reasks >= turn.max_reasks:
             if turn.request.choice.kind == "auto":
@@ -256,4 +291,4 @@ async def _decision(turn: Turn) -> Completion:
                 return await _answer_without_tools(turn)
             raise give_up_error(turn, verdict.problems)
         turn.reasks += 1
-        extra += _reask(turn, completion.message.text, verdict.problems)
+        extra += _reask(turn, turn.trimmed_reply or completion.message.text, verdict.problems)

@@ -31,7 +31,7 @@ from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulate, emulation_body
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
-from toolshim.engine.options import EngineOptions
+from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import inspect_tools
@@ -74,6 +74,7 @@ class Engine:
         registry: Registry | str | os.PathLike[str] | None = None,
         api_key: str | None = None,
         learn: bool = True,
+        default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
     ) -> None:
         if upstream is None:
             upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
@@ -95,6 +96,7 @@ class Engine:
             max_reasks=max_reasks,
             rescue=rescue,
             constrain=constrain,
+            default_max_tokens=default_max_tokens,
         )
         if isinstance(registry, Registry):
             self.registry = registry
@@ -252,6 +254,7 @@ class Engine:
             max_reasks=options.max_reasks,
             headers=headers,
             constrained=constrain,
+            default_max_tokens=options.default_max_tokens,
         )
         for note in schema_notes:
             turn.warn(note)

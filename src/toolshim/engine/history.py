@@ -7,22 +7,34 @@ The result is a new tuple of messages (the caller's request is never mutated) in
 * an assistant message's ``tool_calls`` become text in the dialect's own call format;
 * a ``role=tool`` message becomes a user message carrying the tool's name, the call id and
   the result;
-* consecutive user messages are merged (several templates demand strict alternation).
+* consecutive user messages are merged (several templates demand strict alternation);
+* when the conversation ends with tool results, the calls made since the last question and
+  their results are folded into that question's turn (:func:`fold_results`): the question,
+  "You called get_weather(city="Paris"); it returned: …" for each call, then what to do now —
+  answer with these results, or call a tool for what they do not give, never the same call
+  again (with tools offered); answer using these results (without). Given the dialect's own
+  result turns instead (``<tool_response>`` for hermes), Qwen2.5-Coder-0.5B writes the call
+  it just made again and again until ``max_tokens``; folded, it answers (see the agent suite
+  in docs/results.md).
 
 Nothing is dropped: names, images and unknown fields stay on their messages.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 
 from toolshim.dialects.base import Dialect
 from toolshim.types import EMPTY, Message
 
-__all__ = ["rewrite_history", "strip_note"]
+__all__ = ["fold_results", "results_note", "rewrite_history", "strip_note"]
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+_RESULT_ROLES = frozenset({"tool", "function"})
+_QUESTION_LIMIT = 600
+"""Characters of the question quoted back in the note after results (the rest is elided)."""
 
 
 def strip_note() -> str:
@@ -37,6 +49,8 @@ def rewrite_history(
     messages: Sequence[Message], dialect: Dialect, instructions: str | None = None
 ) -> tuple[Message, ...]:
     """Messages for an upstream without tools (see the module docstring)."""
+    if instructions and _ends_with_results(messages):
+        return fold_results(messages, dialect, instructions)
     names = {c.id: c.name for m in messages for c in m.tool_calls}
     system_texts: list[str] = []
     system_extra: dict[str, object] = {}
@@ -93,3 +107,89 @@ def _parts(message: Message) -> tuple[dict[str, object], ...]:
     if isinstance(message.content, tuple):
         return tuple(dict(p) for p in message.content)
     return ({"type": "text", "text": message.text},)
+
+
+def _ends_with_results(messages: Sequence[Message]) -> bool:
+    return bool(messages) and messages[-1].role in _RESULT_ROLES
+
+
+def _question(messages: Sequence[Message]) -> tuple[int, str]:
+    """The last user message that is not a tool result: its index and text (-1 if none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "user":
+            return index, message.text
+    return -1, ""
+
+
+def _quoted(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _QUESTION_LIMIT:
+        text = text[: _QUESTION_LIMIT - 3] + "..."
+    return text
+
+
+def results_note(asked: bool) -> str:
+    """What to do once results are in, with tools still offered."""
+    target = "the question" if asked else "the user"
+    return (
+        f"Use these results to answer {target}. If they give what is needed, answer now in "
+        "plain words, without a tool call. Call a tool only to get information these results "
+        "do not give, and never repeat a call whose result you already have."
+    )
+
+
+def _closing_without_tools(asked: bool) -> str:
+    target = "the question" if asked else "the user"
+    return f"Answer {target} using these results, in plain words. Do not call a tool."
+
+
+def fold_results(
+    messages: Sequence[Message], dialect: Dialect, instructions: str | None = None
+) -> tuple[Message, ...]:
+    """The history with the calls made since the last question and their results folded into
+    that question's turn, closed by what to do now: answer with them, or (with tool
+    ``instructions``) call something else (see the module docstring). A history without such
+    results is :func:`rewrite_history`'s."""
+    index, question = _question(messages)
+    after = messages[index + 1 :] if index >= 0 else messages
+    if not any(m.role in _RESULT_ROLES for m in after):
+        return rewrite_history(messages, dialect, instructions)
+    calls = {c.id: c for m in after for c in m.tool_calls}
+    lines: list[str] = [question.strip()] if question.strip() else []
+    for message in after:
+        if message.role == "assistant" and message.text.strip():
+            lines.append(f"You said: {message.text.strip()}")
+        elif message.role in _RESULT_ROLES:
+            call = calls.get(message.tool_call_id or "")
+            name = call.name if call else (message.name or "a tool")
+            shown = f"{name}({_arguments(call.arguments)})" if call else name
+            lines.append(f"You called {shown}; it returned:\n{message.text.strip()}")
+        elif message.role != "assistant" and message.text.strip():
+            lines.append(message.text.strip())
+    asked = bool(question.strip())
+    lines.append(results_note(asked) if instructions else _closing_without_tools(asked))
+    before = messages[:index] if index > 0 else ()
+    earlier = rewrite_history(before, dialect, instructions) if before or instructions else ()
+    folded = Message("user", "\n\n".join(lines))
+    if index >= 0:
+        original = messages[index]
+        if isinstance(original.content, tuple):  # keep images and other parts of the question
+            parts = tuple(p for p in original.content if p.get("type") != "text")
+            folded = replace(original, content=(*parts, {"type": "text", "text": folded.text}))
+        else:
+            folded = replace(original, content=folded.text)
+    body = list(earlier)
+    _append_user(body, folded)
+    return tuple(body)
+
+
+def _arguments(arguments: str) -> str:
+    """A call's JSON arguments as ``key=value`` pairs (the raw text when not an object)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments
+    if not isinstance(value, dict):
+        return arguments
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())

@@ -34,6 +34,9 @@ def parse_strategy(value: str | Strategy) -> Strategy:
 
 MAX_REASKS = 10
 """The most re-asks one request may ask for (each costs an upstream call)."""
+DEFAULT_MAX_TOKENS = 1024
+"""``max_tokens`` of an emulated request that sets none: a small model that loops on its own
+output (writing the same call again and again) stops there instead of filling its context."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +52,15 @@ class EngineOptions:
     constrain: bool | None = None
     """Hold emulated replies to a JSON Schema: None asks the registry whether the upstream
     honours ``response_format`` (fact ``structured_output``); True/False force it."""
+    default_max_tokens: int | None = DEFAULT_MAX_TOKENS
+    """``max_tokens`` for emulated requests that set none (None: no cap)."""
 
     def __post_init__(self) -> None:
+        if self.default_max_tokens is not None and self.default_max_tokens < 1:
+            raise ConfigError(
+                f"default_max_tokens must be at least 1, not {self.default_max_tokens}",
+                param="default_max_tokens",
+            )
         if not 0 <= self.max_reasks <= MAX_REASKS:
             raise ConfigError(
                 f"max_reasks must be between 0 and {MAX_REASKS}, not {self.max_reasks}",
@@ -71,6 +81,7 @@ class EngineOptions:
         max_reasks: int = 2,
         rescue: bool = True,
         constrain: bool | None = None,
+        default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
     ) -> EngineOptions:
         return cls(
             parse_mode(mode),
@@ -79,6 +90,7 @@ class EngineOptions:
             max_reasks,
             rescue,
             constrain,
+            default_max_tokens,
         )
 
     def override(self, values: Mapping[str, Any] | None) -> EngineOptions:

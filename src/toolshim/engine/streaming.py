@@ -97,6 +97,7 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
         if legacy and len(calls) > 1:
             turn.warn(dropped_calls_warning(len(calls)))
         turn.warn_repeats((name, arguments) for name, arguments in calls.values())
+        turn.calls_returned = bool(calls)
         if previous is None:
             last = StreamChunk(meta=turn.meta())
         else:
@@ -221,6 +222,12 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             for text in texts([seg], calls, gate):
                 yield StreamChunk(content=text)
         verdict = check(turn, calls, finish)
+        if turn.trimmed_reply is not None:
+            finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
+        if turn.answer_now:
+            async for chunk in _answer_without_tools(turn):
+                yield chunk
+            return
         said = (gate.emitted + gate.held + gate.after_call).strip()
         if verdict.ok and verdict.calls:
             for chunk in call_chunks(verdict.calls):
@@ -275,7 +282,8 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         correction = reask_message(
             verdict.problems, request.function_tools, turn.dialect, turn.prompt_options
         )
-        extra += [Message("assistant", parser.received), Message("user", correction)]
+        reply = turn.trimmed_reply or parser.received
+        extra += [Message("assistant", reply), Message("user", correction)]
     async for chunk in usage_chunks(turn):
         yield chunk
 
@@ -289,6 +297,10 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
     while True:
         completion = await turn.call(emulation_body(turn, extra))
         _, verdict = judge(turn, completion.message.text, completion.finish_reason)
+        if turn.answer_now:
+            async for chunk in _answer_without_tools(turn):
+                yield chunk
+            return
         if verdict.ok and verdict.calls:
             for chunk in call_chunks(verdict.calls):
                 yield chunk
@@ -305,7 +317,7 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
             async for chunk in _answer_without_tools(turn):
                 yield chunk
             return
-        if completion.finish_reason == "length":
+        if completion.finish_reason == "length" and turn.trimmed_reply is None:
             cut = cut_off(turn, completion, verdict.problems, None)
             if cut.message.text:
                 yield StreamChunk(content=cut.message.text)
@@ -319,7 +331,8 @@ async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
         correction = reask_message(
             verdict.problems, turn.request.function_tools, turn.dialect, turn.prompt_options
         )
-        extra += [Message("assistant", completion.message.text), Message("user", correction)]
+        reply = turn.trimmed_reply or completion.message.text
+        extra += [Message("assistant", reply), Message("user", correction)]
 
 
 def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:

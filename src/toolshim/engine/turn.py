@@ -53,9 +53,21 @@ class Turn:
     constrained: bool = False
     """Ask the upstream for the dialect's JSON-Schema response_format (set only when the
     upstream honours it and the dialect has one for this turn)."""
+    default_max_tokens: int | None = None
+    """``max_tokens`` for emulated requests whose caller set none."""
     llm_calls: int = 0
     reasks: int = 0
     emulated: bool = False
+    calls_returned: bool = False
+    """Tool calls came back to the caller (the "tool calls emulated" warning needs both)."""
+    repeat_reasked: bool = False
+    """The model was re-asked once already for repeating a call whose result it has."""
+    trimmed_reply: str | None = None
+    """The last reply as the calls it repeated until ``max_tokens``, written once (what a
+    re-ask shows the model of its reply instead of the whole loop); None when not trimmed."""
+    answer_now: bool = False
+    """Set when the model repeated an answered call after that re-ask: the answer is asked
+    for without tools, from the results (``auto`` only)."""
     warnings: list[str] = field(default_factory=list)
     usage: Usage | None = None
     upstream_seconds: float = 0.0
@@ -67,8 +79,25 @@ class Turn:
             parallel=self.request.allows_parallel,
             decision=self.strategy is Strategy.DECISION,
             constrained=self.constrained,
-            results=any(m.role in ("tool", "function") for m in self.request.messages),
+            results=self.results_in,
         )
+
+    @cached_property
+    def results_in(self) -> bool:
+        """The conversation already holds tool results."""
+        return any(m.role in ("tool", "function") for m in self.request.messages)
+
+    @cached_property
+    def answered_results(self) -> dict[tuple[str, str], str]:
+        """Each call whose result the history holds, as :func:`call_key`, with the result."""
+        calls: dict[str, tuple[str, str]] = {}
+        out: dict[tuple[str, str], str] = {}
+        for message in self.request.messages:
+            for tool_call in message.tool_calls:
+                calls[tool_call.id] = call_key(tool_call.name, tool_call.arguments)
+            if message.role == "tool" and message.tool_call_id in calls:
+                out[calls[message.tool_call_id]] = message.text
+        return out
 
     @property
     def caller_format(self) -> Any:
@@ -79,18 +108,11 @@ class Turn:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    @cached_property
+    @property
     def answered_calls(self) -> frozenset[tuple[str, str]]:
         """The history's calls whose result is already in it (an assistant ``tool_calls``
         entry followed by the ``role=tool`` message that answers it), as :func:`call_key`."""
-        pending: dict[str, tuple[str, str]] = {}
-        answered: set[tuple[str, str]] = set()
-        for message in self.request.messages:
-            for tool_call in message.tool_calls:
-                pending[tool_call.id] = call_key(tool_call.name, tool_call.arguments)
-            if message.role == "tool" and message.tool_call_id in pending:
-                answered.add(pending[message.tool_call_id])
-        return frozenset(answered)
+        return frozenset(self.answered_results)
 
     def warn_repeats(self, calls: Iterable[tuple[str, str]]) -> None:
         """Warn about each ``(name, arguments JSON)`` call whose result is already in the
@@ -112,16 +134,18 @@ class Turn:
 
     def mark_emulated(self) -> None:
         self.emulated = True
-        self.warn(EMULATED_WARNING)
 
     def meta(self) -> Metadata:
+        warnings = tuple(self.warnings)
+        if self.emulated and self.calls_returned:
+            warnings = (EMULATED_WARNING, *warnings)
         return Metadata(
             mode=self.mode.value,
             emulated=self.emulated,
             dialect=self.dialect.name if self.emulated else None,
             llm_calls=self.llm_calls,
             reasks=self.reasks,
-            warnings=tuple(self.warnings),
+            warnings=warnings,
             strategy=self.strategy.value if self.emulated else None,
         )
 

@@ -1,0 +1,158 @@
+"""Calls that must not be returned as they are: repeats of answered calls, placeholder values.
+
+* A reply that writes the same call several times (a small model looping on its own output
+  until ``max_tokens``) is read as that call once; the cut tail of the loop is not a call.
+* A call whose result the conversation already holds is re-asked once, with that result
+  quoted ("you already have this result …: answer the user or call something else"). If the
+  model writes it again under ``tool_choice: "auto"``, the answer is asked for without tools,
+  from the results (:attr:`Turn.answer_now`); a forced ``tool_choice`` returns the call (polling
+  the same tool can be what is meant), with the warning the engine adds for any repeat.
+* A required parameter filled with a placeholder (``"..."``, ``"<city>"``, ``""``,
+  ``"string"``, the parameter's own name) is an invalid call, re-asked like any other: it is
+  what a model writes when it copies the prompt's example instead of the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.turn import Turn, call_key
+from toolshim.types import ToolCall, ToolSpec
+
+__all__ = [
+    "drop_repeats_in_reply",
+    "is_placeholder",
+    "placeholder_problems",
+    "repeat_problems",
+]
+
+_RESULT_QUOTE = 1500
+"""Characters of an earlier result quoted in the re-ask (the rest is elided)."""
+
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "",
+        "...",
+        "…",
+        "..",
+        "string",
+        "str",
+        "value",
+        "example",
+        "placeholder",
+        "xxx",
+        "tbd",
+        "todo",
+        "n/a",
+        "none",
+        "null",
+        "undefined",
+        "unknown",
+        "<string>",
+        "your_value",
+    }
+)
+_BRACKETED = re.compile(r"^\s*(<[^<>]{0,40}>|\{[^{}]{0,40}\}|\[[^\[\]]{0,40}\])\s*$")
+_YOUR = re.compile(r"^\s*(your|insert|enter)[ _-]\w+", re.IGNORECASE)
+
+
+def is_placeholder(value: Any, name: str) -> bool:
+    """True for a string that stands for a value rather than being one."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    lowered = text.lower()
+    if lowered in _PLACEHOLDER_WORDS or set(text) <= {".", "…", " ", "_", "-", "?"}:
+        return True
+    if lowered in (name.lower(), name.lower().replace("_", " ")):
+        return True
+    return bool(_BRACKETED.match(text) or _YOUR.match(text))
+
+
+def placeholder_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]) -> list[str]:
+    """One problem per call whose required string parameters hold placeholders."""
+    by_name = {t.name: t for t in tools}
+    problems: list[str] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        if tool is None or not isinstance(call.arguments, Mapping):
+            continue
+        required = tool.parameters.get("required")
+        needed = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+        bad = [
+            f"{key}={call.arguments[key]!r}"
+            for key in needed
+            if key in call.arguments and is_placeholder(call.arguments[key], key)
+        ]
+        if bad:
+            problems.append(
+                f"the arguments of {call.name!r} are placeholders, not values: {', '.join(bad)}. "
+                "Use the real values the user gave; if the conversation does not give them, "
+                "this tool does not fit"
+            )
+    return problems
+
+
+def drop_repeats_in_reply(
+    turn: Turn, calls: Sequence[ParsedCall], finish: str | None
+) -> tuple[Sequence[ParsedCall], str | None]:
+    """``calls`` with identical repeats dropped; a reply cut by ``max_tokens`` while it
+    repeated itself keeps its complete calls and is no longer treated as cut off."""
+    turn.trimmed_reply = None
+    seen: set[tuple[str, str]] = set()
+    unique: list[ParsedCall] = []
+    dropped = 0
+    for call in calls:
+        if call.problem is None and isinstance(call.arguments, Mapping):
+            key = call_key(call.name, call.arguments_json)
+            if key in seen:
+                dropped += 1
+                continue
+            seen.add(key)
+        unique.append(call)
+    if not dropped:
+        return calls, finish
+    turn.warn(f"dropped {dropped} identical repeat(s) of a call written again in the same reply")
+    if finish == "length":
+        complete = [c for c in unique if c.problem is None and not c.repaired]
+        if complete:
+            turn.trimmed_reply = turn.dialect.render_calls(
+                [ToolCall(f"trimmed_{i}", c.name, c.arguments_json) for i, c in enumerate(complete)]
+            )
+            return complete, None
+    return unique, finish
+
+
+def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
+    """The re-ask for calls whose results the conversation holds (see the module docstring)."""
+    if turn.request.choice.kind != "auto" or not turn.answered_results:
+        return []
+    repeated = [
+        (call, turn.answered_results[key])
+        for call in calls
+        if (key := call_key(call.name, call.arguments_json)) in turn.answered_results
+    ]
+    if not repeated:
+        return []
+    if turn.repeat_reasked:
+        turn.answer_now = True
+        turn.warn(
+            "the model repeated a call whose result it already had, after being told so; "
+            "answered from the results without tools"
+        )
+        return []
+    turn.repeat_reasked = True
+    problems = []
+    for call, result in repeated:
+        shown = json.dumps(call.arguments, ensure_ascii=False)
+        quoted = result if len(result) <= _RESULT_QUOTE else result[: _RESULT_QUOTE - 3] + "..."
+        problems.append(
+            f"you already called {call.name}({shown}) and have its result: {quoted!r}. Do not "
+            "call it again: answer the user's question with this result now, or call a "
+            "different tool if you still need something else"
+        )
+    return problems

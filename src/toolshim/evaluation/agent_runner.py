@@ -1,0 +1,301 @@
+"""Running the agent suite: each task as a whole tool loop, scored on its final answer.
+
+A task runs as an agent would run it: the question and the task's tools go to the model; each
+tool call it makes is executed (:mod:`.agent_tools`) and its result sent back; this repeats until
+the model answers in text, the turn limit is reached or the task's time budget runs out. The
+``native`` baseline sends the tools straight to the upstream (llama-server's own template and
+parser) and reads only ``message.tool_calls``; the toolshim configurations go through the
+engine. Every configuration gets the same tasks, turn limit and time budget.
+
+Failure kinds, first that applies: ``error`` (a request failed), ``hang`` (the time budget ran
+out), ``runaway`` (the turn limit was reached, or the last reply was cut by ``max_tokens``),
+``repeated_call`` (the run made the same call twice), ``invented_result`` (no tool was called
+although the task needs one), ``wrong_answer``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.engine.turn import call_key
+from toolshim.errors import ConfigError, ToolshimError
+from toolshim.evaluation.agent_tasks import AgentTask
+from toolshim.evaluation.agent_tools import TOOLS, run_tool
+from toolshim.evaluation.runner import CountingUpstream, EvalConfig
+from toolshim.upstreams.base import Upstream
+
+__all__ = ["FAILURE_KINDS", "AgentRecord", "AgentRunner"]
+
+FAILURE_KINDS = ("error", "hang", "runaway", "repeated_call", "invented_result", "wrong_answer")
+NATIVE_MAX_TOKENS = 1024
+"""The native baseline's ``max_tokens`` (llama-server has no cap of its own)."""
+
+
+@dataclass
+class AgentRecord:
+    """The outcome of one task under one configuration (a row of the JSON report)."""
+
+    task_id: str
+    kind: str
+    style: str
+    config: str
+    correct: bool
+    failure: str | None
+    turns: int
+    llm_calls: int
+    tool_calls: list[str] = field(default_factory=list)
+    """Each call made, as ``name(arguments)``."""
+    answer: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentRecord:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class _Run:
+    messages: list[dict[str, Any]]
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    warnings: list[str] = field(default_factory=list)
+    answer: str | None = None
+    finish: str | None = None
+
+
+class AgentRunner:
+    """Runs agent tasks through configurations against one upstream and one model."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        model: str,
+        configs: Iterable[EvalConfig],
+        *,
+        temperature: float = 0.0,
+        max_turns: int = 6,
+        budget: float = 300.0,
+        max_reasks: int = 2,
+        served_facts: Callable[[Registry], object] | None = None,
+    ) -> None:
+        self.upstream = CountingUpstream(upstream)
+        self.model = model
+        self.configs = list(dict.fromkeys(configs))
+        if not self.configs:
+            raise ConfigError("no configuration to evaluate", param="config")
+        for config in self.configs:
+            if config.kind == "bfcl-prompt":
+                raise ConfigError(
+                    "the agent suite has no 'bfcl-prompt' baseline (BFCL's prompt is single-turn); "
+                    "use native or MODE[:DIALECT[:STRATEGY]]",
+                    param="config",
+                )
+        self.temperature = temperature
+        self.max_turns = max_turns
+        self.budget = budget
+        self.engines: dict[EvalConfig, Engine] = {}
+        for c in self.configs:
+            if c.kind != "toolshim":
+                continue
+            registry = Registry.open(":memory:")
+            if c.served:
+                if served_facts is None:
+                    raise ConfigError(
+                        f"configuration {c.label!r} needs the upstream's own facts, which only "
+                        "the embedded model provides (run without --upstream)",
+                        param="config",
+                    )
+                served_facts(registry)
+            self.engines[c] = Engine(
+                self.upstream,
+                mode=c.mode or "auto",
+                dialect=c.dialect,
+                strategy=c.strategy or "single",
+                max_reasks=max_reasks,
+                registry=registry,
+                constrain=True if c.constrain else None,
+            )
+
+    async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
+        """One task under one configuration; a failure becomes a failed record."""
+        run = _Run(messages=[{"role": "user", "content": task.question}])
+        before = self.upstream.requests
+        started = time.perf_counter()
+        failure: str | None = None
+        error: str | None = None
+        try:
+            await asyncio.wait_for(self._loop(task, config, run), self.budget)
+        except TimeoutError:
+            failure = "hang"
+        except ToolshimError as exc:
+            failure, error = "error", f"{type(exc).__name__}: {exc.message}"
+        seconds = time.perf_counter() - started
+        called = bool(run.calls)
+        correct = failure is None and run.answer is not None and task.correct(run.answer, called)
+        if failure is None and not correct:
+            failure = _failure_kind(task, run, self.max_turns)
+        return AgentRecord(
+            task_id=task.id,
+            kind=task.kind,
+            style=task.style,
+            config=config.label,
+            correct=correct,
+            failure=failure,
+            turns=run.turns,
+            llm_calls=self.upstream.requests - before,
+            tool_calls=[f"{name}({arguments})" for name, arguments in run.calls],
+            answer=run.answer,
+            prompt_tokens=run.prompt_tokens,
+            completion_tokens=run.completion_tokens,
+            seconds=round(seconds, 3),
+            warnings=run.warnings,
+            error=error,
+        )
+
+    async def _loop(self, task: AgentTask, config: EvalConfig, run: _Run) -> None:
+        tools = [TOOLS[name].spec() for name in task.tools]
+        while run.turns < self.max_turns:
+            run.turns += 1
+            message, finish = await self._ask(config, run, tools)
+            run.finish = finish
+            calls = message.get("tool_calls") or []
+            if not calls:
+                run.answer = message.get("content") or ""
+                return
+            run.messages.append(
+                {"role": "assistant", "content": message.get("content"), "tool_calls": calls}
+            )
+            for call in calls:
+                function = call.get("function") or {}
+                name, arguments = str(function.get("name")), str(function.get("arguments") or "")
+                run.calls.append((name, arguments))
+                result, _ = run_tool(name, arguments, task.style)
+                run.messages.append(
+                    {"role": "tool", "tool_call_id": call.get("id"), "content": result}
+                )
+
+    async def _ask(
+        self, config: EvalConfig, run: _Run, tools: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], str | None]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": run.messages,
+            "tools": tools,
+            "temperature": self.temperature,
+        }
+        if config.kind != "toolshim":
+            body["max_tokens"] = NATIVE_MAX_TOKENS
+            reply = await self.upstream.complete(body)
+            usage = reply.get("usage") or {}
+            run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            run.completion_tokens += int(usage.get("completion_tokens") or 0)
+            choice = (reply.get("choices") or [{}])[0]
+            return dict(choice.get("message") or {}), choice.get("finish_reason")
+        completion = await self.engines[config].acomplete(body)
+        if completion.usage is not None:
+            run.prompt_tokens += completion.usage.prompt_tokens or 0
+            run.completion_tokens += completion.usage.completion_tokens or 0
+        if completion.meta is not None:
+            run.warnings.extend(w for w in completion.meta.warnings if w not in run.warnings)
+        message = completion.message
+        calls = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+        return {"content": message.text, "tool_calls": calls}, completion.finish_reason
+
+    async def run(
+        self,
+        tasks: Sequence[AgentTask],
+        *,
+        skip: Iterable[tuple[str, str]] = (),
+        on_record: Callable[[AgentRecord], None] | None = None,
+    ) -> list[AgentRecord]:
+        """Every task under every configuration (``skip``: ``(task_id, config label)`` pairs
+        already done), calling ``on_record`` after each."""
+        done = set(skip)
+        records: list[AgentRecord] = []
+        for task in tasks:
+            for config in self.configs:
+                if (task.id, config.label) in done:
+                    continue
+                record = await self.run_task(task, config)
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+        return records
+
+    async def aclose(self) -> None:
+        for engine in self.engines.values():
+            await engine.aclose()
+
+
+def _failure_kind(task: AgentTask, run: _Run, max_turns: int) -> str:
+    if run.answer is None or run.finish == "length":
+        return "runaway" if run.turns >= max_turns or run.finish == "length" else "wrong_answer"
+    keys = [call_key(name, arguments) for name, arguments in run.calls]
+    if len(set(keys)) < len(keys):
+        return "repeated_call"
+    if task.needs and not run.calls:
+        return "invented_result"
+    return "wrong_answer"
+
+
+def summarize_agent(records: Sequence[AgentRecord]) -> list[dict[str, Any]]:
+    """One row per configuration: tasks, correct overall and per kind, one-call rate, costs."""
+    by_config: dict[str, list[AgentRecord]] = {}
+    for record in records:
+        by_config.setdefault(record.config, []).append(record)
+    rows = []
+    for config, group in by_config.items():
+        kinds: dict[str, list[AgentRecord]] = {}
+        for record in group:
+            kinds.setdefault(record.kind, []).append(record)
+        failures: dict[str, int] = {}
+        for record in group:
+            if record.failure:
+                failures[record.failure] = failures.get(record.failure, 0) + 1
+        rows.append(
+            {
+                "config": config,
+                "tasks": len(group),
+                "correct": sum(r.correct for r in group),
+                "by_kind": {k: (sum(r.correct for r in v), len(v)) for k, v in kinds.items()},
+                "mean_turns": _mean(r.turns for r in group),
+                "mean_llm_calls": _mean(r.llm_calls for r in group),
+                "mean_tokens": _mean(r.prompt_tokens + r.completion_tokens for r in group),
+                "mean_seconds": _mean(r.seconds for r in group),
+                "failures": failures,
+            }
+        )
+    return rows
+
+
+def _mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return round(sum(items) / len(items), 2) if items else 0.0
+
+
+def records_to_json(records: Sequence[AgentRecord]) -> str:
+    return json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=1)

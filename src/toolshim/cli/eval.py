@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import os
-import platform
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +22,13 @@ from rich.progress import (
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
+from toolshim.cli._eval_setup import (
+    build_configs,
+    first_model,
+    machine,
+    sigterm_as_interrupt,
+    upstream_for_eval,
+)
 from toolshim.cli._options import UpstreamApiKeyOption
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation import (
@@ -45,6 +47,7 @@ from toolshim.evaluation import (
     write_chart,
     write_report,
 )
+from toolshim.evaluation.agent_tasks import KINDS
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["register"]
@@ -73,107 +76,6 @@ def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
 
 
-def build_configs(
-    modes: list[str],
-    dialects: list[str],
-    strategies: list[str],
-    specs: list[str],
-    baselines: list[str],
-) -> list[EvalConfig]:
-    """The configurations to run: the baselines first, then ``--config``, then the product of
-    ``--mode`` × ``--dialect`` × ``--strategy``."""
-    configs: list[EvalConfig] = []
-    for name in baselines:
-        if name.lower() == "none":
-            continue
-        if name.lower() not in BASELINES:
-            raise ConfigError(
-                f"unknown baseline {name!r}; available: {', '.join(BASELINES)}, none",
-                param="baseline",
-            )
-        configs.append(EvalConfig(kind=name.lower()))  # type: ignore[arg-type]
-    configs += [EvalConfig.parse(spec) for spec in specs]
-    if modes or dialects or strategies:
-        for mode in modes or ["auto"]:
-            for dialect in dialects or [""]:
-                for strategy in strategies or [""]:
-                    configs.append(EvalConfig.toolshim(mode, dialect or None, strategy or None))
-    if not [c for c in configs if c.kind == "toolshim"]:
-        configs.append(EvalConfig.toolshim("auto"))
-    return list(dict.fromkeys(configs))
-
-
-@contextlib.contextmanager
-def _upstream(
-    url: str | None,
-    model_file: Path | None,
-    local_model: str | None,
-    ctx_size: int,
-    threads: int | None,
-) -> Iterator[tuple[str, str | None, dict[str, Any], Callable[[Registry], object] | None]]:
-    """Yield (base URL, model name or None, description, the recorder of the upstream's own
-    facts or None); start the embedded model if asked."""
-    if url and (model_file or local_model):
-        raise ConfigError("give either --upstream or --model-file/--local-model, not both")
-    if url:
-        yield url, None, {"upstream": url}, None
-        return
-    try:
-        from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
-    except ImportError as exc:
-        raise ConfigError(
-            f"no --upstream given and the embedded model is unavailable ({exc}); pass "
-            "--upstream URL or pip install 'toolshim[local]'",
-            param="upstream",
-        ) from exc
-    if model_file is not None:
-        if not model_file.is_file():
-            raise ConfigError(f"model file {str(model_file)!r} does not exist", param="model-file")
-        path = model_file
-    elif local_model:
-        path = ensure_model(local_model, progress=True)
-    else:
-        path = ensure_default_model(progress=True)
-    server = EmbeddedServer(path, ctx_size=ctx_size, threads=threads)
-    err_console.print(f"Starting the embedded model {path.name} (ctx {ctx_size}) …")
-    server.start()
-    try:
-        yield (
-            server.base_url,
-            server.model,
-            {
-                "upstream": "embedded",
-                "upstream_key": server.key,
-                "model_file": path.name,
-                "ctx_size": ctx_size,
-                "threads": threads,
-            },
-            server.record_capabilities,
-        )
-    finally:
-        server.stop()
-
-
-async def _first_model(upstream: OpenAIUpstream) -> str:
-    listing = await upstream.list_models()
-    models = [str(m.get("id")) for m in listing.get("data") or [] if m.get("id")]
-    if not models:
-        raise ConfigError("the upstream lists no model; pass --model NAME", param="model")
-    return models[0]
-
-
-def _machine() -> str:
-    """The processor and the cores this process may use, e.g. for the results page."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                cpu = line.partition(":")[2].strip()
-                break
-    return f"{cpu}, {cores} cores, {platform.system()}"
-
-
 async def _evaluate(
     *,
     base_url: str,
@@ -194,7 +96,7 @@ async def _evaluate(
     # The embedded model's facts live under its stable key (its port changes every run).
     upstream = OpenAIUpstream(base_url, api_key=api_key, key=meta_extra.get("upstream_key"))
     try:
-        model_name = model or await _first_model(upstream)
+        model_name = model or await first_model(upstream)
         records: list[CaseRecord] = []
         previous: dict[str, Any] = {}
         if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
@@ -225,7 +127,7 @@ async def _evaluate(
             "bfcl_eval": load_bfcl().version,
             "started": previous.get("started")
             or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "machine": _machine(),
+            "machine": machine(),
         }
         done = {(r.case_id, r.config) for r in records}
         total = runner.pending(cases, done)
@@ -395,7 +297,65 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--markdown", help="Also print the accuracy table as Markdown."),
         ] = False,
+        suite: Annotated[
+            str,
+            typer.Option(
+                "--suite",
+                help="bfcl (single-turn BFCL cases) | agent (whole tool loops: call, result, "
+                "answer; --categories picks kinds: " + ", ".join(KINDS) + ").",
+            ),
+        ] = "bfcl",
+        parallel: Annotated[
+            int,
+            typer.Option(
+                "--parallel",
+                min=1,
+                help="Runs at once (the embedded model gets as many request slots).",
+            ),
+        ] = 1,
+        max_turns: Annotated[
+            int, typer.Option("--max-turns", min=1, help="agent suite: model turns per task.")
+        ] = 6,
+        budget: Annotated[
+            float,
+            typer.Option("--budget", min=1, help="agent suite: seconds per task (else a hang)."),
+        ] = 300.0,
     ) -> None:
+        if suite.strip().lower() == "agent":
+            from toolshim.cli.eval_agent import run_agent_suite
+
+            run_agent_suite(
+                upstream=upstream,
+                model=model,
+                model_file=model_file,
+                local_model=local_model,
+                ctx_size=ctx_size,
+                threads=threads,
+                api_key=api_key,
+                configs=_split(config),
+                modes=_split(mode),
+                dialects=_split(dialect),
+                strategies=_split(strategy),
+                baselines=_split(baseline),
+                kinds=_split(categories),
+                limit=limit,
+                temperature=temperature,
+                max_reasks=max_reasks,
+                max_turns=max_turns,
+                budget=budget,
+                parallel=parallel,
+                output=output,
+                resume=resume,
+                report_only=report_only,
+                markdown=markdown,
+            )
+            return
+        if suite.strip().lower() != "bfcl":
+            err_console.print(
+                Text.assemble(("error: ", "red"), f"unknown suite {suite!r}; use bfcl or agent")
+            )
+            raise typer.Exit(2)
+
         def named_configs() -> list[EvalConfig]:
             return build_configs(
                 _split(mode),
@@ -430,8 +390,10 @@ def register(app: typer.Typer) -> None:
                 seed=None if first else seed,
             )
             with (
-                _sigterm_as_interrupt(),
-                _upstream(upstream, model_file, local_model, ctx_size, threads) as (
+                sigterm_as_interrupt(),
+                upstream_for_eval(
+                    upstream, model_file, local_model, ctx_size, threads, parallel
+                ) as (
                     base_url,
                     served_model,
                     described,
@@ -461,21 +423,6 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
         _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta_of(output)))
         err_console.print(f"Report: {output}")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """A run in the background ignores SIGINT: let SIGTERM stop it the same way, so that the
-    report is written and the embedded model stopped on the way out."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def meta_of(path: Path) -> dict[str, Any]:

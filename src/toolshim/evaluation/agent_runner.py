@@ -16,7 +16,6 @@ although the task needs one), ``wrong_answer``.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,7 @@ from toolshim.evaluation.agent_tools import TOOLS, run_tool
 from toolshim.evaluation.runner import CountingUpstream, EvalConfig
 from toolshim.upstreams.base import Upstream
 
-__all__ = ["FAILURE_KINDS", "AgentRecord", "AgentRunner"]
+__all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
 
 FAILURE_KINDS = ("error", "hang", "runaway", "repeated_call", "invented_result", "wrong_answer")
 NATIVE_MAX_TOKENS = 1024
@@ -73,6 +72,7 @@ class _Run:
     messages: list[dict[str, Any]]
     calls: list[tuple[str, str]] = field(default_factory=list)
     turns: int = 0
+    llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -136,7 +136,6 @@ class AgentRunner:
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""
         run = _Run(messages=[{"role": "user", "content": task.question}])
-        before = self.upstream.requests
         started = time.perf_counter()
         failure: str | None = None
         error: str | None = None
@@ -159,7 +158,7 @@ class AgentRunner:
             correct=correct,
             failure=failure,
             turns=run.turns,
-            llm_calls=self.upstream.requests - before,
+            llm_calls=run.llm_calls,
             tool_calls=[f"{name}({arguments})" for name, arguments in run.calls],
             answer=run.answer,
             prompt_tokens=run.prompt_tokens,
@@ -202,13 +201,21 @@ class AgentRunner:
         }
         if config.kind != "toolshim":
             body["max_tokens"] = NATIVE_MAX_TOKENS
+            run.llm_calls += 1
             reply = await self.upstream.complete(body)
             usage = reply.get("usage") or {}
             run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             run.completion_tokens += int(usage.get("completion_tokens") or 0)
             choice = (reply.get("choices") or [{}])[0]
             return dict(choice.get("message") or {}), choice.get("finish_reason")
-        completion = await self.engines[config].acomplete(body)
+        try:
+            completion = await self.engines[config].acomplete(body)
+        except ToolshimError as exc:
+            if exc.meta is not None:
+                run.llm_calls += exc.meta.llm_calls
+            raise
+        if completion.meta is not None:
+            run.llm_calls += completion.meta.llm_calls
         if completion.usage is not None:
             run.prompt_tokens += completion.usage.prompt_tokens or 0
             run.completion_tokens += completion.usage.completion_tokens or 0
@@ -231,20 +238,27 @@ class AgentRunner:
         *,
         skip: Iterable[tuple[str, str]] = (),
         on_record: Callable[[AgentRecord], None] | None = None,
+        parallel: int = 1,
     ) -> list[AgentRecord]:
         """Every task under every configuration (``skip``: ``(task_id, config label)`` pairs
-        already done), calling ``on_record`` after each."""
+        already done), ``parallel`` at a time, calling ``on_record`` after each; the records
+        come back in task order whatever order they finished in."""
         done = set(skip)
-        records: list[AgentRecord] = []
-        for task in tasks:
-            for config in self.configs:
-                if (task.id, config.label) in done:
-                    continue
+        jobs = [(t, c) for t in tasks for c in self.configs if (t.id, c.label) not in done]
+        gate = asyncio.Semaphore(max(1, parallel))
+
+        async def one(task: AgentTask, config: EvalConfig) -> AgentRecord:
+            async with gate:
                 record = await self.run_task(task, config)
-                records.append(record)
-                if on_record is not None:
-                    on_record(record)
-        return records
+            if on_record is not None:
+                on_record(record)
+            return record
+
+        return list(await asyncio.gather(*(one(t, c) for t, c in jobs)))
+
+    def pending(self, tasks: Sequence[AgentTask], skip: Iterable[tuple[str, str]] = ()) -> int:
+        done = set(skip)
+        return sum(1 for t in tasks for c in self.configs if (t.id, c.label) not in done)
 
     async def aclose(self) -> None:
         for engine in self.engines.values():
@@ -260,42 +274,3 @@ def _failure_kind(task: AgentTask, run: _Run, max_turns: int) -> str:
     if task.needs and not run.calls:
         return "invented_result"
     return "wrong_answer"
-
-
-def summarize_agent(records: Sequence[AgentRecord]) -> list[dict[str, Any]]:
-    """One row per configuration: tasks, correct overall and per kind, one-call rate, costs."""
-    by_config: dict[str, list[AgentRecord]] = {}
-    for record in records:
-        by_config.setdefault(record.config, []).append(record)
-    rows = []
-    for config, group in by_config.items():
-        kinds: dict[str, list[AgentRecord]] = {}
-        for record in group:
-            kinds.setdefault(record.kind, []).append(record)
-        failures: dict[str, int] = {}
-        for record in group:
-            if record.failure:
-                failures[record.failure] = failures.get(record.failure, 0) + 1
-        rows.append(
-            {
-                "config": config,
-                "tasks": len(group),
-                "correct": sum(r.correct for r in group),
-                "by_kind": {k: (sum(r.correct for r in v), len(v)) for k, v in kinds.items()},
-                "mean_turns": _mean(r.turns for r in group),
-                "mean_llm_calls": _mean(r.llm_calls for r in group),
-                "mean_tokens": _mean(r.prompt_tokens + r.completion_tokens for r in group),
-                "mean_seconds": _mean(r.seconds for r in group),
-                "failures": failures,
-            }
-        )
-    return rows
-
-
-def _mean(values: Iterable[float]) -> float:
-    items = list(values)
-    return round(sum(items) / len(items), 2) if items else 0.0
-
-
-def records_to_json(records: Sequence[AgentRecord]) -> str:
-    return json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=1)

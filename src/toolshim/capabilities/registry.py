@@ -103,6 +103,7 @@ class Registry:
         self._mirrored = False
         self._merged: dict[tuple[str, str], tuple[float, dict[str, Fact]]] = {}
         self._pending: deque[Op] = deque()
+        self._attempts = 0
         self._down: str | None = None
         self._retry_at = 0.0
         self._sync: SyncThread | None = None
@@ -366,10 +367,14 @@ class Registry:
         """Write everything pending now; StoreError naming how many writes could not be made
         (the store is away or read-only). What the CLI calls before it says "stored"."""
         if self._sync is not None:
+            with self._flushed:
+                tried = self._attempts
             self._sync.submit("flush")
             deadline = time.monotonic() + timeout
             with self._flushed:
                 while self._pending and time.monotonic() < deadline:
+                    if self._attempts > tried and self._down is not None:
+                        break  # a try made after this call failed: the store is away
                     self._flushed.wait(min(0.05, max(deadline - time.monotonic(), 0.0)))
         else:
             self._retry_at = 0.0
@@ -433,11 +438,17 @@ class Registry:
                 op.run(self._store)
             except StoreError as exc:
                 self._went_down(exc)
+                with self._lock:
+                    self._attempts += 1
+                    self._flushed.notify_all()
                 return False
             with self._lock:
                 if self._pending and self._pending[0] is op:
                     self._pending.popleft()
                 self._flushed.notify_all()
+        with self._lock:
+            self._attempts += 1
+            self._flushed.notify_all()
         self._came_back()
         return True
 

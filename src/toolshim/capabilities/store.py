@@ -216,11 +216,14 @@ def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 
         from toolshim.capabilities.store_sqlite import SQLiteStore
 
         return SQLiteStore(_sqlite_path(parts), timeout=timeout)
-    if scheme in ("postgresql", "postgres", "redis", "rediss", "valkey", "valkeys"):
-        raise ConfigError(
-            f"registry URL {redact_url(text)!r}: PostgreSQL and Redis stores are not built yet",
-            param="registry",
-        )
+    if scheme in ("postgresql", "postgres"):
+        from toolshim.capabilities.store_postgres import PostgresStore
+
+        return PostgresStore(text)
+    if scheme in ("redis", "rediss", "valkey", "valkeys"):
+        from toolshim.capabilities.store_redis import RedisStore
+
+        return RedisStore(text)
     raise ConfigError(
         f"unknown registry URL scheme {parts.scheme!r} in {redact_url(text)!r}; use a SQLite "
         "path, sqlite:///path, postgresql://user@host/db or redis://host:6379/0",

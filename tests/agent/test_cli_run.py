@@ -83,6 +83,20 @@ def test_a_two_phase_run_prints_the_last_answer(agent_dir: tuple[Path, str]) -> 
     assert fake.history[2]["messages"][-1] == {"role": "user", "content": "HELLO"}
 
 
+def test_a_phase_stopped_on_its_turn_limit_exits_3(agent_dir: tuple[Path, str]) -> None:
+    path, _ = agent_dir
+    path.write_text(path.read_text().replace("tools = [", "max_turns = 2\ntools = [", 1))
+    fake = FakeUpstream(
+        [Reply(tool_calls=[call("shout", {"text": f"hello {i}"})]) for i in range(6)],
+        tools="native",
+    )
+    with serve_fake(fake) as server:
+        result = invoke(str(path), "--input", '"hello"', "--upstream", server.base_url)
+    assert result.exit_code == 3, result.output
+    assert "phase 'loud' stopped without an answer" in result.stderr
+    assert all(body.get("tools") for body in fake.history)  # the second phase never ran
+
+
 def test_json_prints_the_whole_run(agent_dir: tuple[Path, str]) -> None:
     path, _ = agent_dir
     with serve_fake(scripted()) as server:

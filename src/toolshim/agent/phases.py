@@ -76,6 +76,11 @@ class RunResult:
         return total
 
     @property
+    def unanswered(self) -> list[str]:
+        """The phases that stopped without an answer (turn limit, loop, budget)."""
+        return [p.name for p in self.phases if not p.result.completed]
+
+    @property
     def warnings(self) -> list[str]:
         out = [f"phase {p.name!r}: {w}" for p in self.phases for w in p.result.warnings]
         if self.phases and not self.output:
@@ -112,7 +117,8 @@ async def arun_agent_file(
     on_event: PhaseEventHandler | None = None,
 ) -> RunResult:
     """Run every phase through ``engine``; ``model``/``mode``/``dialect``/``max_turns`` are the
-    defaults for phases that do not set their own."""
+    defaults for phases that do not set their own. A phase that stops without an answer (its
+    turn limit, a loop) ends the run there: :attr:`RunResult.unanswered` names it."""
     run = RunResult(spec.source, input)
     text = input_text(input)
     for number, phase in enumerate(spec.phases, start=1):
@@ -145,6 +151,8 @@ async def arun_agent_file(
             )
         )
         text = result.output
+        if not result.completed:
+            break  # the next phase would take a stop notice for an answer (see ``unanswered``)
         if number < len(spec.phases) and not text.strip():
             raise AgentLimitError(
                 _empty_message(spec, number, result), reason="empty_output", result=run

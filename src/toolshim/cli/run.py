@@ -59,8 +59,11 @@ EPILOG = (
     "(calculate, convert_units, current_time). Seed 002's cascade files load as they are: "
     "'cascade_id' is read as 'name' and 'tackle' as 'tools'. A phase that answers with nothing "
     "fails the run, since the next phase would get an empty message. "
-    "Exit codes: 0 done, 1 the model or upstream failed, 2 a problem with the file or flags."
+    "Exit codes: 0 done, 1 the model or upstream failed, 2 a problem with the file or flags, "
+    "3 a phase stopped on its turn limit (or a loop) without an answer."
 )
+
+UNANSWERED_EXIT = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -160,6 +163,10 @@ def run_command(
         typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         typer.echo(result.output)
+    if result.unanswered:
+        names = ", ".join(repr(n) for n in result.unanswered)
+        err.print(f"[red]error:[/] phase {escape(names)} stopped without an answer")
+        raise typer.Exit(UNANSWERED_EXIT)
 
 
 async def _run(

@@ -17,9 +17,14 @@ from typing import Any
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.call_checks import (
+    drop_repeats_in_reply,
+    extra_argument_problems,
+    placeholder_problems,
+    repeat_problems,
+)
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.nocalls import answer_without_calls
-from toolshim.engine.repeats import drop_repeats_in_reply, placeholder_problems, repeat_problems
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.validate import Verdict, reask_message, validate_calls
 from toolshim.errors import ToolCallError
@@ -117,8 +122,10 @@ def check(
         turn.warn(warning)
     if native or not verdict.ok or not verdict.calls:
         return verdict
-    problems = placeholder_problems(verdict.calls, request.function_tools)
-    problems += repeat_problems(turn, verdict.calls)
+    problems = extra_argument_problems(verdict.calls, request.function_tools)
+    problems += placeholder_problems(verdict.calls, request.function_tools)
+    if not problems:
+        problems += repeat_problems(turn, verdict.calls)
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict

@@ -1,4 +1,4 @@
-"""Calls that must not be returned as they are: repeats of answered calls, placeholder values.
+"""Emulated calls that must not be returned as they are: repeats, placeholders, made-up parameters.
 
 * A reply that writes the same call several times (a small model looping on its own output
   until ``max_tokens``) is read as that call once; the cut tail of the loop is not a call.
@@ -10,6 +10,10 @@
 * A required parameter filled with a placeholder (``"..."``, ``"<city>"``, ``""``,
   ``"string"``, the parameter's own name) is an invalid call, re-asked like any other: it is
   what a model writes when it copies the prompt's example instead of the conversation.
+* An argument the tool's schema does not declare (its ``properties`` list every parameter and
+  ``additionalProperties`` does not allow others) is re-asked, naming the parameters there
+  are: small models add the schema's own keywords (``"required": ["symbol"]``) or invent
+  parameters (``"phone": "098-765-4321"``), and a strict tool would reject the call.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from toolshim.types import ToolCall, ToolSpec
 
 __all__ = [
     "drop_repeats_in_reply",
+    "extra_argument_problems",
     "is_placeholder",
     "placeholder_problems",
     "repeat_problems",
@@ -155,4 +160,28 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
             "call it again: answer the user's question with this result now, or call a "
             "different tool if you still need something else"
         )
+    return problems
+
+
+def extra_argument_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]) -> list[str]:
+    """One problem per call that passes arguments its tool's schema does not declare."""
+    by_name = {t.name: t for t in tools}
+    problems: list[str] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        if tool is None or not isinstance(call.arguments, Mapping):
+            continue
+        declared = tool.parameters.get("properties")
+        others = tool.parameters.get("additionalProperties")
+        if not isinstance(declared, Mapping) or others not in (None, False):
+            continue
+        if tool.parameters.get("patternProperties"):
+            continue
+        extra = [key for key in call.arguments if key not in declared]
+        if extra:
+            known = ", ".join(repr(k) for k in declared) or "(none)"
+            problems.append(
+                f"{call.name!r} has no parameter {', '.join(repr(k) for k in extra)}; its "
+                f"parameters are {known}. Pass only those, with values from the conversation"
+            )
     return problems

@@ -1,0 +1,175 @@
+"""What makes an emulated tool loop close: results folded, repeats and placeholders re-asked,
+loops of identical calls read as one call, a default max_tokens, stop sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolshim.engine import Engine
+from toolshim.engine.call_checks import is_placeholder
+from toolshim.errors import ToolCallError
+from toolshim.testing import FakeUpstream, Reply
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": list(messages), "tools": [WEATHER], **extra}
+
+
+USER = {"role": "user", "content": "What's the weather in Paris?"}
+CALLED = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+    ],
+}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "18°C and sunny in Paris"}
+
+
+async def answer(engine: Engine, request: dict[str, Any], stream: bool) -> tuple[str, list[Any]]:
+    if not stream:
+        completion = await engine.acomplete(request)
+        return completion.text, [(c.name, c.arguments) for c in completion.tool_calls]
+    text, calls = "", {}
+    async for chunk in engine.astream({**request, "stream": True}):
+        text += chunk.content or ""
+        for delta in chunk.tool_calls:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments or ""
+    return text, [tuple(v) for v in calls.values()]
+
+
+@pytest.mark.parametrize("dialect", ["json", "hermes", "pythonic", "compact", "windlass"])
+async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect: str) -> None:
+    upstream = FakeUpstream(["It is 18°C and sunny in Paris."])
+    engine = Engine(upstream, mode="force", dialect=dialect, registry=":memory:")
+    text, calls = await answer(engine, body(USER, CALLED, RESULT), stream=False)
+    assert text == "It is 18°C and sunny in Paris." and calls == []
+    sent = upstream.history[0]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    last = sent[-1]["content"]
+    assert last.startswith("What's the weather in Paris?")
+    assert 'You called get_weather(city="Paris"); it returned:\n18°C and sunny in Paris' in last
+    assert "never repeat a call whose result you already have" in last
+
+
+async def test_an_emulated_request_gets_a_default_cap_and_the_dialects_stop_sequence() -> None:
+    upstream = FakeUpstream(
+        ['<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'] * 3
+    )
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    await engine.acomplete(body(USER))
+    assert upstream.history[0]["max_tokens"] == 1024
+    assert upstream.history[0]["stop"] == ["<tool_response>"]
+    await engine.acomplete(body(USER, max_tokens=50, stop="END"))
+    assert upstream.history[1]["max_tokens"] == 50
+    assert upstream.history[1]["stop"] == ["END", "<tool_response>"]
+    capless = Engine(
+        upstream, mode="force", dialect="hermes", registry=":memory:", default_max_tokens=None
+    )
+    await capless.acomplete(body(USER))
+    assert "max_tokens" not in upstream.history[2]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_loop_of_one_call_cut_by_max_tokens_is_that_call(stream: bool) -> None:
+    one = '{"name": "get_weather", "arguments": {"city": "Rome"}}\n'
+    looped = one * 6 + '{"name": "get_weather", "'
+    upstream = FakeUpstream([Reply(looped, finish_reason="length")])
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    _, calls = await answer(engine, body(USER), stream)
+    assert calls == [("get_weather", '{"city": "Rome"}')]
+    assert upstream.calls == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_placeholder_arguments_are_reasked(stream: bool) -> None:
+    placeholder = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "..."}}]}'
+    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Lima"}}]}'
+    upstream = FakeUpstream([placeholder, real])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    _, calls = await answer(engine, body(USER, tool_choice="required"), stream)
+    assert calls == [("get_weather", '{"city": "Lima"}')]
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "placeholders, not values: city='...'" in reask
+
+
+async def test_placeholders_to_the_end_fail_a_required_choice() -> None:
+    placeholder = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "<city>"}}]}'
+    engine = Engine(FakeUpstream([placeholder] * 3), mode="force", registry=":memory:")
+    with pytest.raises(ToolCallError, match="placeholders"):
+        await engine.acomplete(
+            body({"role": "user", "content": "Tell me a joke"}, tool_choice="required")
+        )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_argument_the_schema_does_not_declare_is_reasked(stream: bool) -> None:
+    made_up = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome", "required": ["city"]}}]}'
+    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}]}'
+    upstream = FakeUpstream([made_up, real])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    _, calls = await answer(engine, body(USER), stream)
+    assert calls == [("get_weather", '{"city": "Rome"}')]
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "'get_weather' has no parameter 'required'; its parameters are 'city'" in reask
+
+
+async def test_extra_arguments_pass_where_the_schema_allows_them() -> None:
+    open_tool = {
+        "type": "function",
+        "function": {
+            "name": "log",
+            "parameters": {
+                "type": "object",
+                "properties": {"msg": {"type": "string"}},
+                "additionalProperties": True,
+            },
+        },
+    }
+    reply = '{"tool_calls": [{"name": "log", "arguments": {"msg": "hi", "level": 3}}]}'
+    upstream = FakeUpstream([reply])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    completion = await engine.acomplete({"model": "m", "messages": [USER], "tools": [open_tool]})
+    assert [c.name for c in completion.tool_calls] == ["log"] and upstream.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("...", True),
+        ("…", True),
+        ("", True),
+        ("<city>", True),
+        ("{city}", True),
+        ("string", True),
+        ("city", True),
+        ("your_city", True),
+        ("Paris", False),
+        ("São Paulo", False),
+        ("...and more", False),
+        (3, False),
+    ],
+)
+def test_placeholders(value: Any, expected: bool) -> None:
+    assert is_placeholder(value, "city") is expected

@@ -508,9 +508,8 @@ class Registry:
                 self._mirrored = False
         if first:
             log.warning(
-                "capability store at %s unavailable (%s): serving from what is cached, keeping "
-                "what is learned in memory until it is back",
-                self._store.location,
+                "capability store unavailable: serving from what is cached, keeping what is "
+                "learned in memory until it is back (%s)",
                 exc.message,
             )
 

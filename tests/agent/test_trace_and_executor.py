@@ -108,7 +108,7 @@ def test_partials_and_classes_as_tools() -> None:
     double = Tool(functools.partial(scale, factor=2.0), name="double")
     assert list(double.parameters["properties"]) == ["value", "factor"]
     assert double.parameters["properties"]["factor"]["default"] == 2.0
-    assert asyncio.run(double.invoke(double.check({"value": "4"}))) == 8.0
+    assert asyncio.run(double.invoke(double.check({"value": 4}))) == 8.0
 
     class Greeting:
         """Make a greeting."""

@@ -95,7 +95,7 @@ def test_builtin_tools_have_schemas_for_the_model() -> None:
     assert tools["calculate"].parameters["required"] == ["expression"]
     assert tools["convert_units"].parameters["properties"]["value"]["type"] == "number"
     assert tools["current_time"].parameters["properties"]["timezone"]["default"] == "local"
-    checked = tools["convert_units"].check({"value": "3", "from_unit": "km", "to_unit": "m"})
+    checked = tools["convert_units"].check({"value": 3, "from_unit": "km", "to_unit": "m"})
     assert checked.ok and checked.kwargs == {"value": 3.0, "from_unit": "km", "to_unit": "m"}
 
 

@@ -5,10 +5,13 @@ or :meth:`Tool.from_function`. The arguments schema comes from the signature: ty
 (``str``, ``int``, ``float``, ``bool``, ``list[...]``, ``dict[...]``, ``X | None``,
 ``Literal``, ``Enum``, pydantic models, dataclasses, TypedDicts), defaults, descriptions given
 as ``Annotated[T, "text"]`` or ``Annotated[T, Field(description=...)]``, and the docstring's
-parameter sections (Google, NumPy and reST styles). Arguments a model sends are validated and
-converted by a pydantic model generated from the same signature, so a function is never called
-with arguments that do not fit it; :meth:`Tool.check` returns the problem as data, worded for
-the model.
+parameter sections (Google, NumPy and reST styles). Arguments a model sends are validated by a
+pydantic model generated from the same signature, in strict mode on their JSON: JSON ``true``
+never reaches an ``int`` parameter, ``"7"`` never becomes ``7`` and an unknown argument is
+never dropped; only what JSON cannot say is converted (an ISO date string for a ``date``, a
+value for an ``Enum``, an array for a ``tuple``, a number for a ``float``). So a function is
+never called with arguments that do not fit it; :meth:`Tool.check` returns the problem as data,
+worded for the model (it goes back to the model as the call's error result).
 """
 
 from __future__ import annotations
@@ -135,11 +138,15 @@ class Tool:
                 problem=f"the arguments of {self.name!r} must be a JSON object, not "
                 f"{type(arguments).__name__}; its schema is {self._schema_text()}",
             )
+        unknown = [key for key in arguments if key not in self.parameter_names]
         try:
-            validated = self._model.model_validate(dict(arguments))
+            validated = self._validate(arguments)
+            errors: list[Any] = []
         except ValidationError as exc:
+            errors = list(exc.errors())
+        if errors or unknown:
             return CheckedArguments(
-                normalized=_canonical(arguments), problem=self._explain(exc, arguments)
+                normalized=_canonical(arguments), problem=self._explain(errors, unknown)
             )
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -165,22 +172,33 @@ class Tool:
             result = await result
         return result
 
-    def _explain(self, exc: ValidationError, arguments: Mapping[str, Any]) -> str:
+    def _validate(self, arguments: Mapping[str, Any]) -> BaseModel:
+        """Strict validation of the arguments' JSON (Python values that have no JSON form, from
+        a direct call, are validated strictly as they are)."""
+        try:
+            text = json.dumps(dict(arguments))
+        except (TypeError, ValueError):
+            return self._model.model_validate(dict(arguments), strict=True)
+        return self._model.model_validate_json(text, strict=True)
+
+    def _explain(self, errors: Sequence[Any], unknown: Sequence[str]) -> str:
         problems = []
-        for error in exc.errors()[:_MAX_REPORTED_ERRORS]:
+        for error in errors[:_MAX_REPORTED_ERRORS]:
             where = ".".join(str(part) for part in error["loc"]) or "arguments"
             if error["type"] == "missing":
                 problems.append(f"{where}: required, but missing")
             else:
-                problems.append(f"{where}: {error['msg']} (got {error['input']!r})")
-        more = len(exc.errors()) - _MAX_REPORTED_ERRORS
+                problems.append(f"{where}: {error['msg']} (got {_shown(error['input'])})")
+        more = len(errors) - _MAX_REPORTED_ERRORS
         if more > 0:
             problems.append(f"and {more} more")
-        unknown = [key for key in arguments if key not in self.parameter_names]
-        text = f"the arguments of {self.name!r} are invalid: " + "; ".join(problems)
+        text = f"the arguments of {self.name!r} are invalid"
+        if problems:
+            text += ": " + "; ".join(problems)
         if unknown:
             text += (
-                f". Unknown argument(s) {', '.join(repr(k) for k in unknown)}; the parameters "
+                f"{'.' if problems else ':'} Unknown argument(s) "
+                f"{', '.join(repr(k) for k in unknown)}; the parameters "
                 f"are {', '.join(repr(n) for n in self.parameter_names) or '(none)'}"
             )
         return f"{text}. Its arguments schema is {self._schema_text()}"
@@ -397,6 +415,14 @@ def _collapse_optional(node: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in node.items() if k != "anyOf"}
     out["type"] = [other, "null"]
     return out
+
+
+def _shown(value: Any) -> str:
+    """A value as the model wrote it: JSON (``true``, ``"7"``), not Python's repr."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _canonical(value: Any) -> str:

@@ -215,15 +215,18 @@ class Registry:
         if cached and (self._mirrored or now - cached[0] < self._ttl):
             return cached[1]
         merged: dict[str, Fact] = dict(self.profiles(model)) if self.profiles else {}
-        for _, fact in self._stored(upstream, key[1]):
+        for _, fact in self._stored(upstream, key[1], now):
             merged[fact.name] = merge(merged.get(fact.name), fact)
         self._merged[key] = (now, merged)
         return merged
 
-    def _stored(self, upstream: str, model: str) -> list[tuple[str, Fact]]:
-        """The stored layers about ``model`` here and at any upstream (cache first)."""
+    def _stored(
+        self, upstream: str, model: str, now: float | None = None
+    ) -> list[tuple[str, Fact]]:
+        """The stored layers about ``model`` here and at any upstream (cache first); ``now``
+        is the caller's clock, so that its cache and this one expire together."""
         scopes = [ANY_UPSTREAM] if upstream == ANY_UPSTREAM else [ANY_UPSTREAM, upstream]
-        now = time.monotonic()
+        now = time.monotonic() if now is None else now
         stale = [
             s
             for s in scopes

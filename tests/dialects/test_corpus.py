@@ -20,6 +20,8 @@ def test_the_corpus_is_big_and_sourced() -> None:
         assert ("calls" in fixture.expect) != ("answer" in fixture.expect), fixture.id
     malformed = [f for f in CORPUS if f.output.lstrip()[:1] not in ("{", "[", "<")]
     assert len(malformed) >= 10  # most fixtures are not a clean object on their own
+    negatives = [f for f in CORPUS if f.id.startswith("negative-")]
+    assert len(negatives) >= 15 and all(f.expect.get("answer") for f in negatives)
 
 
 @pytest.mark.parametrize("dialect", available_dialects())

@@ -23,6 +23,7 @@ from toolshim.capabilities.facts import Fact, Source, coerce_value
 from toolshim.errors import ConfigError
 
 __all__ = [
+    "FAMILY_MARKUPS",
     "Family",
     "ProfileMatch",
     "ProfileTable",
@@ -94,6 +95,9 @@ class ProfileMatch:
     family: Family | None
     parameters: float | None
     facts: Mapping[str, Fact] = field(default_factory=dict)
+    markup: Fact | None = None
+    """The family's own call markup (``toolshim.dialects.MARKUPS``), source ``profile``: the
+    reader a leaked call is tried with first (``Dialect.parse(..., markup=...)``)."""
 
 
 class ProfileTable:
@@ -134,7 +138,16 @@ class ProfileTable:
                 f"{_human(self.compact_below)}; small models follow the {self.compact_dialect} "
                 "format best",
             )
-        result = ProfileMatch(model, normalized, family, params, facts)
+        markup = None
+        if family is not None and family.name in FAMILY_MARKUPS:
+            markup = Fact(
+                "markup",
+                FAMILY_MARKUPS[family.name],
+                Source.PROFILE,
+                self.checked_at,
+                f"{family.name} family: the call markup its chat template writes",
+            )
+        result = ProfileMatch(model, normalized, family, params, facts, markup)
         if len(self._cache) < 4096:
             self._cache[model] = result
         return result
@@ -142,6 +155,37 @@ class ProfileTable:
     def lookup(self, model: str) -> Mapping[str, Fact]:
         """The profile facts for ``model`` (the :data:`Registry` ``profiles`` callable)."""
         return self.match(model).facts
+
+
+FAMILY_MARKUPS: Mapping[str, str] = {
+    "gpt-oss": "harmony",
+    "llama4": "pythonic",
+    "llama3.3": "llama3-json",
+    "llama3.2": "pythonic",
+    "llama3.1": "llama3-json",
+    "llama3-groq-tool-use": "hermes",
+    "hermes3": "hermes",
+    "qwq": "hermes",
+    "qwen3-coder": "qwen3-coder",
+    "qwen3": "hermes",
+    "qwen2.5-coder": "hermes",
+    "qwen2.5": "hermes",
+    "qwen2": "hermes",
+    "mistral": "mistral",
+    "mixtral": "mistral",
+    "codestral": "mistral",
+    "phi4-mini": "phi4",
+    "deepseek-r1": "deepseek",
+    "deepseek-chat": "deepseek",
+    "granite": "granite",
+    "glm": "glm",
+    "kimi-k2": "kimi-k2",
+    "deepseek-v3.2": "deepseek-dsml",
+    "minimax": "invoke-xml",
+    "gemma4": "gemma",
+}
+"""Shipped family (by name) -> the call markup its chat template writes (docs/formats.md).
+Families named here but not yet in the profiles table take effect when a row is added."""
 
 
 def _family(row: Mapping[str, Any]) -> Family:

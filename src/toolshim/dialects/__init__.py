@@ -18,7 +18,7 @@ from __future__ import annotations
 from toolshim.dialects.base import _PURE_RENDERERS, Dialect, PromptOptions, rendered_tools
 from toolshim.dialects.calls import ParsedCall, ToolIndex
 from toolshim.dialects.compact import CompactDialect
-from toolshim.dialects.extract import ParsedReply, ReplyParser, Segment, parse_reply
+from toolshim.dialects.extract import MARKUPS, ParsedReply, ReplyParser, Segment, parse_reply
 from toolshim.dialects.hermes import HermesDialect
 from toolshim.dialects.json import JsonDialect
 from toolshim.dialects.pythonic import PythonicDialect
@@ -26,6 +26,7 @@ from toolshim.dialects.windlass import WindlassDialect
 from toolshim.errors import ConfigError
 
 __all__ = [
+    "MARKUPS",
     "CompactDialect",
     "Dialect",
     "HermesDialect",

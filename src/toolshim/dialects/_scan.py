@@ -19,6 +19,7 @@ import ast
 import json
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from typing import Any
 
 import json_repair
@@ -242,15 +243,20 @@ class RepairBudget:
 
 
 def decode_value(
-    text: str, *, completed: str = "", budget: RepairBudget | None = None
+    text: str,
+    *,
+    completed: str = "",
+    budget: RepairBudget | None = None,
+    fixer: Callable[[str], Any] | None = None,
 ) -> tuple[Any, bool] | None:
     """Decode a JSON-ish value; returns ``(value, repaired)`` or None when nothing sensible came out.
 
     Tries strict JSON, then JSON with raw control characters in strings, then a Python literal
     (single quotes, True/None, trailing commas); for text cut off before its end, the same on
     ``completed``, the text with its brackets closed (:meth:`BracketIndex.completed`); then
-    json-repair (unquoted keys, missing commas, ...) on short text, within ``budget``. Values
-    nested deeper than :data:`MAX_DEPTH` are not decoded.
+    ``fixer`` (a repair that knows what is expected, such as the schema's keys; None when it
+    cannot help), then json-repair (unquoted keys, missing commas, ...) on short text, within
+    ``budget``. Values nested deeper than :data:`MAX_DEPTH` are not decoded.
     """
     stripped = text.strip()
     if not stripped:
@@ -268,6 +274,9 @@ def decode_value(
             return _bounded(_jsonable(value), repaired=True)
     if not (budget or RepairBudget()).take(len(stripped), cut_off=bool(completed)):
         return None
+    fixed = fixer(stripped) if fixer is not None and not completed else None
+    if fixed is not None:
+        return _bounded(fixed, repaired=True)
     try:
         repaired = json_repair.loads(stripped)
     except Exception:  # json-repair has no exception contract of its own

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from toolshim.dialects._scan import MAX_DEPTH, OPEN, TOO_DEEP, RepairBudget, decode_value
+from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
+from toolshim.dialects._native import GLM_ARG_KEY, INVOKE_PREFIXES, KIMI_CALL, glm_call, is_glm_body
+from toolshim.dialects._scan import OPEN, TOO_DEEP, RepairBudget, decode_value
+from toolshim.dialects._values import parameter_value
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
@@ -28,16 +31,13 @@ __all__ = [
     "read_function_name_tag",
     "read_function_tag",
     "read_harmony",
+    "read_inline_code",
+    "read_marker",
     "read_mistral",
+    "read_parameter_as_function",
     "read_tool_call",
 ]
 
-
-NEED = None
-"""A reader's answer when the text so far cannot decide (only before the reply is final)."""
-
-Resolution = tuple[Segment | None, int] | None
-"""The segment read (None: the text there is prose) and where it ends; or :data:`NEED`."""
 
 MARKERS = (
     "<|python_tag|>",
@@ -77,6 +77,29 @@ MARKERS = (
     "<｜tool▁calls▁begin｜>",
     "<｜tool▁calls▁end｜>",
     "<｜end▁of▁sentence｜>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<function_calls>",
+    "</function_calls>",
+    "</invoke>",
+    "<｜DSML｜function_calls>",
+    "</｜DSML｜function_calls>",
+    "<｜DSML｜tool_calls>",
+    "</｜DSML｜tool_calls>",
+    "</｜DSML｜invoke>",
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    "<seed:tool_call>",
+    "</seed:tool_call>",
+    "<|tool_call_argument_begin|>",
+    "<|action_start|>",
+    "<|action_end|>",
+    "<|plugin|>",
+    "<|tool▁calls▁begin|>",
+    "<tool_use>",
+    "</tool_use>",
 )
 """Tokens that carry no content of their own: dropped wherever they appear."""
 
@@ -89,9 +112,13 @@ TAG_PREFIXES = (
     TOOL_CALL_OPEN,
     "<function=",
     "<function>",
+    "<parameter=",
     "<think>",
     "<thinking>",
     DEEPSEEK_OPEN,
+    KIMI_CALL,
+    GLM_ARG_KEY,
+    *INVOKE_PREFIXES,
     *MARKERS,
 )
 """Every tag the parser reacts to (a buffer ending in a prefix of one must wait)."""
@@ -101,10 +128,17 @@ TAG_PREFIXES = (
 _FUNCTION_TAG = re.compile(r"<function=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _FUNCTION_NAME_TAG = re.compile(r"<function>\s*([^<>\s]{1,128})\s*</function>", re.IGNORECASE)
 _FUNCTION_CLOSE = re.compile(r"</function>", re.IGNORECASE)
+_FUNCTION_GLUED = re.compile(
+    r"<function=[\"']?([A-Za-z_][\w.\-]{0,127})[\"']?\s*(?:=\s*)?[{(]", re.I
+)
+_FUNCTION_TAIL = re.compile(
+    r"\s*(?:\)\s*)?(?:>|</function>|</?(?:f(?:u(?:n(?:c(?:t(?:i(?:o(?:n(?:>)?)?)?)?)?)?)?)?)?$)?",
+    re.I,
+)
 _TOOL_CALL_END = re.compile(r"<tool_call>|</tool_call>", re.IGNORECASE)
 _PARAMETER = re.compile(r"<parameter=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _PARAMETER_END = re.compile(r"</parameter>|<parameter=", re.IGNORECASE)
-_MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(\[ARGS\])?\s*")
+_MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(\[ARGS\])?\s*")
 _HARMONY_HEADER = re.compile(
     r"(?:\s|<\|constrain\|>|<\|channel\|>|<\|message\|>|commentary|analysis|json|code)*",
     re.IGNORECASE,
@@ -114,27 +148,34 @@ _FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _STRAY = re.compile(r"[\s}\]),;]*")
 
 
-class Host(Protocol):
-    """What a reader needs from the parser."""
+_INLINE_CODE_END = re.compile(r"[`\n]")
+_HEADER_WORDS = {"<|channel|>": ("analysis", "commentary", "final"), "<|start|>": ("assistant",)}
+"""gpt-oss header tokens and the word that follows them (a channel, a role): dropped together."""
 
-    index: ToolIndex
-    budget: RepairBudget
 
-    @property
-    def buf(self) -> str: ...
+def read_inline_code(host: Host, t: int, final: bool) -> Resolution:
+    """A `span` of inline code on one line is prose, whatever it quotes."""
+    m = host.find(_INLINE_CODE_END, t, t + 1)
+    if m is None:
+        return NEED if not final else (None, t + 1)
+    if m.group() == "`":
+        return None, m.end()
+    return None, t + 1
 
-    def close_of(self, start: int) -> int:
-        """End of the bracket opened at ``start`` (OPEN while it is open, TOO_DEEP when it
-        nests too deeply to be a call); resumable."""
 
-    def decode(self, start: int, end: int) -> tuple[object, bool] | None:
-        """``decode_value(buf[start:end])``, completing a bracket that is still open."""
-
-    def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
-        """``pattern.search(buf, begin)``, resuming an earlier failed search for ``key``."""
-
-    def inner(self, body: str, *, python: bool) -> Interpretation | None:
-        """The calls in a tag's or fence's body, if the body is nothing but calls."""
+def read_marker(host: Host, t: int, marker: str, final: bool) -> Resolution:
+    """A token without content; gpt-oss's ``<|channel|>`` and ``<|start|>`` take the channel
+    or role word after them along."""
+    buf = host.buf
+    end = t + len(marker)
+    for word in _HEADER_WORDS.get(marker, ()):
+        rest = buf[end : end + len(word) + 1]
+        if not final and (word.startswith(rest) or rest == word):
+            return NEED
+        if rest[: len(word)].lower() == word and not rest[len(word) :].isalnum():
+            end += len(word)
+            break
+    return Segment("marker", buf[t:end]), end
 
 
 def only_stray(text: str) -> bool:
@@ -177,7 +218,11 @@ def read_tool_call(host: Host, t: int, final: bool) -> Resolution:
 
 
 def _tool_call_segment(host: Host, raw: str, body: str) -> Segment:
-    meaning = host.inner(body, python=True)
+    glm = is_glm_body(body)
+    glm_first = glm and (GLM_ARG_KEY in body or host.markup == "glm")
+    meaning = None if glm_first else host.inner(body, python=True)
+    if meaning is None and glm:
+        meaning = Interpretation((glm_call(host, body, raw),))
     if meaning is None:
         problem = (
             'the text inside <tool_call>…</tool_call> is not a call of the form {"name": ..., '
@@ -189,8 +234,12 @@ def _tool_call_segment(host: Host, raw: str, body: str) -> Segment:
 
 def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
     """``<function=name>{json}</function>`` (Llama) or with ``<parameter=k>v</parameter>``
-    children (Qwen3-Coder)."""
+    children (Qwen3-Coder); also the broken ``<function=name{…}>``, ``<function=name={…}``
+    and ``<function=name({…})``, the closing tag optional."""
     buf = host.buf
+    glued = _FUNCTION_GLUED.match(buf, t)
+    if glued is not None:
+        return _glued_function(host, t, glued, final)
     m = _FUNCTION_TAG.match(buf, t)
     if m is None:
         if not final and ">" not in buf[t : t + 200]:
@@ -208,7 +257,51 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
     if _PARAMETER.search(body):
         call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     else:
-        call = _json_arguments_call(name, _decode_body(body, host.budget), raw)
+        call = json_arguments_call(name, _decode_body(body, host.budget), raw)
+    return calls_segment(raw, Interpretation((call,))), end
+
+
+def read_parameter_as_function(host: Host, t: int, final: bool) -> Resolution:
+    """``<parameter=NAME>`` naming an offered tool, ``<parameter=k>v</parameter>`` children
+    and ``</function>``: Qwen3-Coder's call with ``<function=`` written as ``<parameter=``."""
+    buf = host.buf
+    m = _PARAMETER.match(buf, t)
+    if m is None:
+        if not final and ">" not in buf[t : t + 200]:
+            return NEED
+        return None, t + 1
+    name = host.index.resolve(m.group(1))
+    if name is None:
+        return None, t + 1
+    close = host.find(_FUNCTION_CLOSE, t, m.end())
+    if close is None:
+        if not final:
+            return NEED
+        body, end = buf[m.end() :], len(buf)
+    else:
+        body, end = buf[m.end() : close.start()], close.end()
+    raw = buf[t:end]
+    call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
+    return calls_segment(raw, Interpretation((call,))), end
+
+
+def _glued_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolution:
+    buf = host.buf
+    j = m.end() - 1  # the { or ( that opens the arguments
+    close = host.close_of(j)
+    if close == OPEN and not final:
+        return NEED
+    name = host.index.canonical(m.group(1))
+    if close == TOO_DEEP:
+        return too_deep(name, buf[t:j]), j
+    close = len(buf) if close == OPEN else close
+    inside = buf[j + 1 : close - 1] if buf[j] == "(" else buf[j:close]
+    tail = _FUNCTION_TAIL.match(buf, close)
+    if not final and tail is not None and tail.end() == len(buf):
+        return NEED  # a closing > or </function> may still come
+    end = tail.end() if tail is not None else close
+    raw = buf[t:end]
+    call = json_arguments_call(name, _decode_body(inside, host.budget), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -231,10 +324,10 @@ def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
         if close == OPEN and not final:
             return NEED
         if close == TOO_DEEP:
-            return _too_deep(name, buf[t : m.end()]), m.end()
+            return too_deep(name, buf[t : m.end()]), m.end()
         close = len(buf) if close == OPEN else close
         raw = buf[t:close]
-        call = _json_arguments_call(name, host.decode(j, close), raw)
+        call = json_arguments_call(name, host.decode(j, close), raw)
         return calls_segment(raw, Interpretation((call,))), close
     raw = buf[t : m.end()]
     return calls_segment(raw, Interpretation((ParsedCall(name, {}, raw),))), m.end()
@@ -250,7 +343,7 @@ def read_mistral(host: Host, start: int, final: bool) -> Resolution:
         if end == OPEN and not final:
             return NEED
         if end == TOO_DEEP:
-            return _too_deep(name, buf[start - len("[TOOL_CALLS]") : m.end()]), m.end()
+            return too_deep(name, buf[start - len("[TOOL_CALLS]") : m.end()]), m.end()
         end = len(buf) if end == OPEN else end
         decoded = host.decode(m.end(), end)
         args = decoded[0] if decoded is not None else None
@@ -263,7 +356,9 @@ def read_mistral(host: Host, start: int, final: bool) -> Resolution:
     return Segment("marker", "[TOOL_CALLS]"), start
 
 
-_MISTRAL_PARTIAL = re.compile(r"\s*(?:[A-Za-z_][\w.\-]*\s*(\[A?R?G?S?\]?)?\s*)?")
+_MISTRAL_PARTIAL = re.compile(
+    r"\s*(?:[A-Za-z_][\w.\-]*\s*(?:\[C?A?L?L?_?I?D?\]?\s*[\w\-]*\s*)?(\[A?R?G?S?\]?)?\s*)?"
+)
 """What may still become ``name[ARGS]{`` after ``[TOOL_CALLS]``."""
 
 
@@ -282,7 +377,7 @@ def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> R
     if close == OPEN and not final:
         return NEED
     if close == TOO_DEEP:
-        return _too_deep(host.index.canonical(name), buf[t:j]), j
+        return too_deep(harmony_name(host.index, name), buf[t:j]), j
     close = len(buf) if close == OPEN else close
     end = close
     for token in ("<|call|>", "<|end|>"):
@@ -290,8 +385,17 @@ def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> R
             end = close + len(token)
             break
     raw = buf[t:end]
-    call = _json_arguments_call(host.index.canonical(name), host.decode(j, close), raw)
+    call = json_arguments_call(harmony_name(host.index, name), host.decode(j, close), raw)
     return calls_segment(raw, Interpretation((call,))), end
+
+
+def harmony_name(index: ToolIndex, name: str) -> str:
+    """The tool a harmony header names; ``shelljson`` is ``shell`` with ``json`` glued on."""
+    if index.resolve(name) is None and name.lower().endswith("json"):
+        glued = index.resolve(name[:-4])
+        if glued is not None:
+            return glued
+    return index.canonical(name)
 
 
 def _partial_harmony(rest: str) -> bool:
@@ -318,10 +422,10 @@ def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
     elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
         name, _, args = rest.strip().partition("\n")
         decoded = _decode_body(_unfence(args), host.budget)
-        call = _json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
+        call = json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
     else:  # V3.1: NAME<sep>{…}
         decoded = _decode_body(rest, host.budget)
-        call = _json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
+        call = json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -336,17 +440,6 @@ _EMPTY: tuple[object, bool] = ({}, False)
 def _decode_body(body: str, budget: RepairBudget) -> tuple[object, bool] | None:
     """A tag body's arguments (nothing at all is no arguments)."""
     return decode_value(body, budget=budget) if body.strip() else _EMPTY
-
-
-def _json_arguments_call(name: str, decoded: tuple[object, bool] | None, raw: str) -> ParsedCall:
-    if decoded is None or not isinstance(decoded[0], Mapping):
-        return ParsedCall(name, None, raw, "the arguments are not a JSON object")
-    return ParsedCall(name, dict(decoded[0]), raw, None, decoded[1])
-
-
-def _too_deep(name: str, raw: str) -> Segment:
-    problem = f"the arguments nest more than {MAX_DEPTH} levels deep"
-    return calls_segment(raw, Interpretation((ParsedCall(name, None, raw, problem),)))
 
 
 def parameters(
@@ -368,21 +461,3 @@ def parameters(
             if end and end.group().lower() == "</parameter>"
             else (end.start() if end else len(body))
         )
-
-
-def parameter_value(text: str, kind: str | None, budget: RepairBudget | None = None) -> Any:
-    """A ``<parameter>`` value: a string stays text; other types are decoded leniently."""
-    if kind == "string":
-        if text.startswith("\n"):
-            text = text[1:]
-        return text[:-1] if text.endswith("\n") else text
-    stripped = text.strip()
-    if kind is None and stripped[:1] not in '{["0123456789-tfnTFN':
-        return stripped
-    decoded = decode_value(stripped, budget=budget)
-    if decoded is None or (kind is None and decoded[1]):
-        return stripped
-    value = decoded[0]
-    if kind == "integer" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value

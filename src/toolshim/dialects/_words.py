@@ -1,8 +1,10 @@
 """Word triggers: the tool names and keywords that may open a call in the middle of prose.
 
-``get_weather(`` (a bare call of an offered tool), ``functools[`` (Phi-4-mini) and
-``to=functions.name`` (gpt-oss) start a call without any bracket before them; the parser finds
-them with one pattern per tool set, and holds back a chunk that ends in a piece of one.
+``get_weather(`` (a bare call of an offered tool), ``functools[`` (Phi-4-mini),
+``to=functions.name`` (gpt-oss), ``functions.name:0`` (Kimi-K2) and ``call:name{`` (Gemma 4)
+start a call without any bracket before them; the parser finds them with one pattern per tool
+set, and holds back a chunk that ends in a piece of one (an offered tool's name is held too
+while ``:0`` may follow it, for Kimi-K2 and GLM calls whose opening token is missing).
 """
 
 from __future__ import annotations
@@ -20,11 +22,25 @@ WordLiterals = dict[str, tuple[tuple[str, str], ...]]
 def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals, int]:
     """The word-trigger pattern for a tool set, the literals a partial trigger may be, and the
     longest tail that may still become one."""
-    alternatives = [r"(?P<functools>functools)\s*\[", r"to=functions\.(?P<harmony>[\w.\-]+)"]
-    literals = [("functools", "["), ("to=functions.", "name")]
+    alternatives = [
+        r"(?P<functools>functools)\s*\[",
+        r"to=functions\.(?P<harmony>[\w.\-]+)",
+        r"functions\.(?P<kimi>[A-Za-z_][\w\-]*(?:\.[\w\-]+)*):\d+",
+        r"call:(?P<gemma>[A-Za-z_][\w.\-]{0,127})[{(]",
+    ]
+    literals = [
+        ("functools", "["),
+        ("to=functions.", "name"),
+        ("functions.", "kimi"),
+        ("call:", "name"),
+    ]
     if names:
         joined = "|".join(re.escape(n) for n in names)
-        alternatives.insert(0, rf"(?:functions\.|default_api\.)?(?:{joined})\s*\(")
+        alternatives.insert(
+            0,
+            rf"(?:functions\.|default_api\.)?(?:{joined})"
+            r"(?:\s*\(|(?P<named_json>[ \t]*\n[ \t]*)(?=\{))",
+        )
         for name in names:
             literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]
     pattern = re.compile(r"(?<![\w.])(?:" + "|".join(alternatives) + ")")
@@ -35,11 +51,19 @@ def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals
     return pattern, {k: tuple(v) for k, v in by_first.items()}, span
 
 
+_FOLLOWS = {
+    "name": re.compile(r"[\w.\-]*"),
+    "kimi": re.compile(r"[\w.\-]*(?::\d*)?"),
+    "(": re.compile(r"\s*(?::\d*)?"),
+}
+
+
 def could_follow(rest: str, follow: str) -> bool:
     """Could ``rest`` (what came after a complete literal) still turn into a trigger?"""
-    if follow == "name":
-        return re.fullmatch(r"[\w.\-]*", rest) is not None
-    return not rest.strip()
+    pattern = _FOLLOWS.get(follow)
+    if pattern is None:
+        return not rest.strip()
+    return pattern.fullmatch(rest) is not None
 
 
 def held_word(buf: str, start: int, literals: WordLiterals, span: int) -> int:

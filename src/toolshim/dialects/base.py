@@ -54,21 +54,26 @@ class Dialect(ABC):
         """A tool's result, as the text of a user message."""
         return f"Tool result for {name} (call id {call_id}):\n{content}"
 
-    def parser(self, tools: Sequence[ToolSpec]) -> ReplyParser:
-        """A fresh incremental parser for one reply."""
+    def parser(self, tools: Sequence[ToolSpec], *, markup: str | None = None) -> ReplyParser:
+        """A fresh incremental parser for one reply (``markup``: the model family's own call
+        markup, read first where a text could be read two ways; see :data:`.extract.MARKUPS`)."""
         return ReplyParser(
             tools,
             python_unknown=self.python_unknown,
             empty_list_declines=self.empty_list_declines,
+            markup=markup,
         )
 
-    def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
+    def parse(
+        self, text: str, tools: Sequence[ToolSpec], *, markup: str | None = None
+    ) -> ParsedReply:
         """Parse a whole reply (the same result as feeding :meth:`parser` and finishing)."""
         return parse_reply(
             text,
             tools,
             python_unknown=self.python_unknown,
             empty_list_declines=self.empty_list_declines,
+            markup=markup,
         )
 
     def response_format(

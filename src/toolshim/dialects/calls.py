@@ -12,6 +12,7 @@ from toolshim.dialects._scan import MAX_DEPTH
 from toolshim.types import ToolSpec
 
 __all__ = [
+    "MARKUPS",
     "NAME_PREFIXES",
     "NOT_A_CALL",
     "Interpretation",
@@ -21,6 +22,30 @@ __all__ = [
     "json_problem",
     "strip_prefix",
 ]
+
+MARKUPS = frozenset(
+    {
+        "hermes",
+        "qwen3-coder",
+        "glm",
+        "kimi-k2",
+        "deepseek",
+        "deepseek-dsml",
+        "harmony",
+        "llama3-json",
+        "pythonic",
+        "mistral",
+        "function-tag",
+        "invoke-xml",
+        "gemma",
+        "granite",
+        "phi4",
+        "json",
+    }
+)
+"""The call markups of model families (``docs/formats.md``): every parser reads all of them;
+a family's own is read first where a text could be read two ways (a bare name inside
+``<tool_call>`` is a GLM call without arguments for ``glm``, a broken Hermes call otherwise)."""
 
 NAME_PREFIXES = ("functions.", "function.", "tools.", "tool.", "default_api.", "api.")
 """Namespaces models put in front of a tool name (OpenAI's ``functions.`` above all)."""
@@ -84,6 +109,7 @@ class ToolIndex:
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = {t.name: t for t in tools if t.is_function}
         self._folded: dict[str, str] = {}
+        self._argument_types: dict[str, str | None] | None = None
         for name in self.tools:
             self._folded.setdefault(fold_name(name), name)
 
@@ -113,6 +139,18 @@ class ToolIndex:
         tool = self.tools.get(name)
         props = tool.parameters.get("properties") if tool else None
         return props if isinstance(props, Mapping) else {}
+
+    def argument_types(self) -> dict[str, str | None]:
+        """Every key a call of an offered tool may hold, with its JSON-Schema type (the first
+        tool that names a key decides), and the keys of a call object itself."""
+        if self._argument_types is None:
+            found: dict[str, str | None] = {"name": "string", "arguments": "object"}
+            found["parameters"] = "object"
+            for tool in self.tools:
+                for key in self.parameters(tool):
+                    found.setdefault(key, self.parameter_type(tool, key))
+            self._argument_types = found
+        return self._argument_types
 
     def parameter_order(self, name: str) -> list[str]:
         return list(self.parameters(name))

@@ -2,36 +2,30 @@
 
 :class:`ReplyParser` cuts a reply into segments: prose (``text``), ``calls`` and ``marker``
 tokens that are dropped (``<|python_tag|>``, ``[TOOL_CALLS]``, a stray ``</tool_call>``). It
-recognises every dialect's shape, so a model that drifts from the format it was asked for is
-still understood:
+recognises every dialect's shape and every model family's own call markup (the table in
+``docs/formats.md``), so a model that drifts from the format it was asked for, or writes its
+native markup into ``content``, is still understood:
 
-* bare JSON objects and arrays, several concatenated, inside prose, with single quotes,
-  trailing commas, unclosed braces or stray extra ones;
-* ```` ```json ```` / ```` ```tool_code ```` / ```` ```python ```` fences;
-* ``<tool_call>…</tool_call>`` (Hermes, Qwen; the closing tag may be missing),
-  ``<function=name>…</function>`` (Llama 3.1; Qwen3-Coder's ``<parameter=…>``),
-  ``<function>name</function>{…}``, ``[TOOL_CALLS]`` (Mistral, with ``name[ARGS]{…}``),
-  ``functools[…]`` (Phi-4-mini), ``to=functions.name …{…}`` (gpt-oss), DeepSeek's
-  ``<｜tool▁call▁begin｜>`` tokens;
-* Python-style calls ``[f(a=1), g(b=2)]``, and a bare ``f(a=1)`` of an offered tool standing
-  alone on its line;
-* ``<think>…</think>`` blocks and fences of other languages are prose, never parsed.
+* JSON objects and arrays (several, inside prose, with single quotes, trailing commas,
+  unclosed or stray braces), also in ``json`` / ``tool_code`` / ``python`` fences;
+* tagged markup, read by :mod:`._tags` and :mod:`._native` (Hermes, Qwen3-Coder, GLM, Kimi-K2,
+  DeepSeek, ``<invoke>``, gpt-oss, Mistral, Gemma, Granite, Phi-4, …);
+* Python-style calls ``[f(a=1), g(b=2)]``, and calls that open with a tool's name
+  (:mod:`._bare`);
+* ``<think>`` blocks, fences of other languages and `inline code` are prose, never parsed.
 
 What is not a call stays prose: JSON data without a tool-shaped name (``{"name": "Ada",
-"age": 3}``), code in a ``bash`` fence, a tool mentioned inline in a sentence. A JSON object
-shaped like a call to a tool that is not offered is reported as a call with that unknown name,
-so that the engine can re-ask.
+"age": 3}``), code in a ``bash`` fence, a tool mentioned inline in a sentence. A call to a
+tool that is not offered is reported with that unknown name, so that the engine can re-ask.
 
 The parser is incremental: :meth:`ReplyParser.feed` returns what is already certain, holding
-back only text that might still become a call, and :meth:`ReplyParser.finish` resolves the
-rest. Whole-text parsing is ``feed(text) + finish()``; every decision depends only on text
-already received, so streamed and whole parses agree at every chunk split (property tests
-check it). Scans resume where they stopped, so feeding many small chunks costs linear time.
-
-The cost of a reply is linear in its length whatever it holds: one bracket scan serves every
-bracket nested in it, brackets nested more than 64 levels deep are data, and json-repair only
-sees short candidates, within a budget per reply (see :mod:`._scan`). A small model that loops
-until ``max_tokens`` on ``[get_weather(city="Paris"), `` is parsed as fast as prose.
+back only text that might still become a call (the opener of any family), and
+:meth:`ReplyParser.finish` resolves the rest. Whole-text parsing is ``feed(text) + finish()``;
+every decision depends only on text already received, so streamed and whole parses agree at
+every chunk split (property tests check it). Scans resume where they stopped, so feeding many
+small chunks costs linear time; so does any reply, whatever it holds: one bracket scan serves
+every bracket nested in it, brackets nested more than 64 levels deep are data, and json-repair
+only sees short candidates, within a budget per reply (see :mod:`._scan`).
 
 A reply that opens with ``{"answer": "`` (the text branch of the constrained json dialect)
 streams the decoded string as it arrives (:mod:`._answer`).
@@ -41,8 +35,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
+from toolshim.dialects._bare import name_before, read_bare_call, read_named
+from toolshim.dialects._dispatch import read_fence, read_tag
+from toolshim.dialects._native import (
+    ARROW_OPEN,
+    INVOKE_NAME,
+    read_arrow_call,
+    read_gemma,
+    read_kimi,
+)
 from toolshim.dialects._scan import (
     OPEN,
     TOO_DEEP,
@@ -53,48 +57,37 @@ from toolshim.dialects._scan import (
     find_ci,
 )
 from toolshim.dialects._tags import (
-    DEEPSEEK_OPEN,
     MARKERS,
     NEED,
     TAG_PREFIXES,
-    TOOL_CALL_OPEN,
     Resolution,
     only_stray,
-    read_deepseek,
-    read_function_name_tag,
-    read_function_tag,
     read_harmony,
+    read_inline_code,
     read_mistral,
-    read_tool_call,
 )
+from toolshim.dialects._values import repair_quotes
 from toolshim.dialects._words import held_word, word_triggers
-from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
+from toolshim.dialects.calls import MARKUPS, Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.interpret import call_list_problem, interpret_python, interpret_value
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
+from toolshim.errors import ConfigError
 from toolshim.types import ToolSpec
 
-__all__ = ["ParsedCall", "ParsedReply", "ReplyParser", "Segment", "parse_reply"]
+__all__ = ["MARKUPS", "ParsedCall", "ParsedReply", "ReplyParser", "Segment", "parse_reply"]
 
-# Fence languages whose body may be a call; any other fence is code in an answer.
-_CALL_LANGS = frozenset(
-    {"", "json", "json5", "jsonc", "tool_call", "tool_calls", "tool_code", "function_call"}
-    | {"python", "py", "xml", "javascript", "js"}
-)
-_PYTHON_LANGS = frozenset({"tool_code", "python", "py"})
-_RAW_BLOCKS = {"<think>": "</think>", "<thinking>": "</thinking>"}
-_BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]")
+_BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "[/TOOL_CALL]")
 _TRIGGER = re.compile(r"[{\[<`]")
-_FENCE_HEAD = re.compile(r"```([\w+\-.]*)[ \t]*\n?")
-_FENCE_CLOSE = re.compile(r"```")
 _PY_LIST = re.compile(r"\[\s*([\w\-][\w.\-]*)\s*\(")
 _LEADING_SPACE = re.compile(r"\s*")
-_MAYBE_CALL = re.compile(r"name|tool|function|calls|[<(`]", re.IGNORECASE)
+_MAYBE_CALL = re.compile(r"name|tool|function|calls|arguments|parameters|[<(`]", re.IGNORECASE)
 _LINE_LEAD = re.compile(
     r"(?:[^\S\n]|" + "|".join(re.escape(m) for m in MARKERS) + ")*", re.IGNORECASE
 )
 """What may precede a bare call on its line: spaces and marker tokens."""
-_AFTER_BARE_CALL = re.compile(r"[^\S\n]*;?[^\S\n]*")
-_HOLD_PREFIXES = tuple(p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS))
+_HOLD_PREFIXES = tuple(
+    p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS, ARROW_OPEN, INVOKE_NAME)
+)
 _HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
 """Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""
 _HOLD_SPAN = max(len(p) for p in _HOLD_PREFIXES)
@@ -117,7 +110,13 @@ class ReplyParser:
         python_unknown: bool = False,
         empty_list_declines: bool = False,
         budget: RepairBudget | None = None,
+        markup: str | None = None,
     ) -> None:
+        if markup is not None and markup not in MARKUPS:
+            known = ", ".join(sorted(MARKUPS))
+            raise ConfigError(f"unknown call markup {markup!r}; known: {known}", param="markup")
+        self.markup = markup
+        """The model family's own call markup, if known (see :data:`MARKUPS`)."""
         self.index = tools if isinstance(tools, ToolIndex) else ToolIndex(tools)
         self.budget = budget if budget is not None else RepairBudget()
         """json-repair's allowance for this reply (shared with the parses of tag bodies)."""
@@ -135,6 +134,7 @@ class ReplyParser:
         self._reply_start: int | None = None  # index of the first non-space character
         self._answer: AnswerString | None = None
         self._bracket_search = (0, -1, 0)  # (from, first trigger found or -1, buffer length)
+        self._named_token: int | None = None  # the token after a name found by looking back
 
     # -- public ---------------------------------------------------------------------------
 
@@ -171,7 +171,12 @@ class ReplyParser:
         completed = ""
         if end >= len(self._buf) and self._buf[start : start + 1] in ("{", "[", "("):
             completed = self._brackets.completed(self._buf, start)
-        return decode_value(self._buf[start:end], completed=completed, budget=self.budget)
+        return decode_value(
+            self._buf[start:end], completed=completed, budget=self.budget, fixer=self._fix_quotes
+        )
+
+    def _fix_quotes(self, text: str) -> dict[str, Any] | None:
+        return repair_quotes(text, self.index.argument_types())
 
     def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
         slot = (pattern.pattern, key)
@@ -179,6 +184,17 @@ class ReplyParser:
         if m is None:
             self._searched[slot] = max(begin, len(self._buf) - 64)
         return m
+
+    def raw_until(self, closer: str) -> None:
+        self._raw_until = closer
+
+    def line_lead(self, t: int) -> int:
+        line_start = self._buf.rfind("\n", 0, t) + 1
+        lead = self._line_leads.get(line_start)
+        if lead is None:
+            # It stops at a character of the call's name at the latest, so it stays true.
+            lead = self._line_leads[line_start] = _skip(_LINE_LEAD, self._buf, line_start)
+        return lead
 
     def inner(self, body: str, *, python: bool) -> Interpretation | None:
         if python:
@@ -191,6 +207,7 @@ class ReplyParser:
             bare_calls=self._bare_calls,
             python_unknown=self._python_unknown,
             budget=self.budget,
+            markup=self.markup,
         )
         if (sub.calls or sub.declined) and only_stray(sub.text):
             return Interpretation(sub.calls, declined=sub.declined)
@@ -221,8 +238,14 @@ class ReplyParser:
                 self._advance(t)
             if held or t >= len(self._buf):
                 break
-            if word is None and not final and self._held_at(t):
-                break
+            if word is None and self._held_at(t):
+                if not final:
+                    break
+                if self._buf.startswith(("<|", "<｜"), t):
+                    # A special token cut off by the end of the reply: a marker all the same.
+                    out.append(Segment("marker", self._buf[t:]))
+                    self._advance(len(self._buf))
+                    break
             resolved = self._resolve(t, word, final)
             if resolved is NEED:
                 break
@@ -308,6 +331,12 @@ class ReplyParser:
             hold = held_word(self._buf, start, self._word_literals, self._word_span)
             if hold:
                 return n - hold, None, True
+        self._named_token = None
+        if word is None and best < n and buf[best] == "<":
+            named = name_before(self, start, best, final)
+            if named is not None:
+                self._named_token = best
+                return named, None, False
         return best, word, False
 
     def _held_at(self, t: int) -> bool:
@@ -318,15 +347,22 @@ class ReplyParser:
         buf = self._buf
         if word is not None:
             return self._word(t, word, final)
+        token = self._named_token
+        if token is not None and token > t:
+            return read_named(self, t, token, final)
         ch = buf[t]
         if ch == "`":
-            return self._fence(t, final) if buf.startswith("```", t) else (None, t + 1)
+            if buf.startswith("```", t):
+                return read_fence(self, t, final)
+            return read_inline_code(self, t, final)
         if ch == "<":
-            return self._tag(t, final)
+            return read_tag(self, t, final)
         if ch == "[":
             head = buf[t : t + 20].upper()
             if head.startswith("[TOOL_CALLS]"):
                 return read_mistral(self, t + len("[TOOL_CALLS]"), final)
+            if head.startswith(ARROW_OPEN):
+                return read_arrow_call(self, t, final)
             for marker in _BRACKET_MARKERS[1:]:
                 if head.startswith(marker):
                     return Segment("marker", buf[t : t + len(marker)]), t + len(marker)
@@ -337,7 +373,11 @@ class ReplyParser:
             return Segment("marker", m.group("functools")), m.start("functools") + 9
         if m.group("harmony") is not None:
             return read_harmony(self, t, m.end(), m.group("harmony"), final)
-        return self._bare_call(t, m, final)
+        if m.group("kimi") is not None:
+            return read_kimi(self, t, t, final)
+        if m.group("gemma") is not None:
+            return read_gemma(self, t, m.group("gemma"), m.end() - 1, final)
+        return read_bare_call(self, t, m, final)
 
     def _bracketed(self, t: int, final: bool) -> Resolution:
         buf = self._buf
@@ -394,84 +434,6 @@ class ReplyParser:
             return None
         return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
-    def _fence(self, t: int, final: bool) -> Resolution:
-        buf = self._buf
-        head = _FENCE_HEAD.match(buf, t)
-        assert head is not None
-        if head.end() >= len(buf) and not final:
-            return NEED
-        lang = head.group(1).lower()
-        if lang not in _CALL_LANGS:
-            self._raw_until = "```"
-            return None, head.end()
-        j = head.end()
-        while j < len(buf) and buf[j].isspace():
-            j += 1
-        after = j
-        if j < len(buf) and buf[j] in "{[":
-            close = self.close_of(j)
-            if close == OPEN and not final:
-                return NEED
-            # A fence closer inside the JSON's strings is not the fence's end.
-            after = close if close >= 0 else (len(buf) if close == OPEN else j)
-        m = self.find(_FENCE_CLOSE, t, after)
-        if m is None:
-            if not final:
-                return NEED
-            body, end = buf[head.end() :], len(buf)
-        else:
-            body, end = buf[head.end() : m.start()], m.end()
-        meaning = self.inner(body, python=lang in _PYTHON_LANGS)
-        if meaning is not None:
-            return calls_segment(buf[t:end], meaning), end
-        return None, end
-
-    def _tag(self, t: int, final: bool) -> Resolution:
-        buf = self._buf
-        low = buf[t : t + 48].lower()
-        if low.startswith(TOOL_CALL_OPEN):
-            return read_tool_call(self, t, final)
-        for marker in MARKERS:
-            if low.startswith(marker):
-                return Segment("marker", buf[t : t + len(marker)]), t + len(marker)
-        for opener, closer in _RAW_BLOCKS.items():
-            if low.startswith(opener):
-                self._raw_until = closer
-                return None, t + len(opener)
-        if low.startswith("<function="):
-            return read_function_tag(self, t, final)
-        if low.startswith("<function>"):
-            return read_function_name_tag(self, t, final)
-        if low.startswith(DEEPSEEK_OPEN):
-            return read_deepseek(self, t, final)
-        return None, t + 1
-
-    def _bare_call(self, t: int, m: re.Match[str], final: bool) -> Resolution:
-        """``get_weather(city="Paris")`` standing alone on its line (not mentioned in prose)."""
-        buf = self._buf
-        line_start = buf.rfind("\n", 0, t) + 1
-        lead = self._line_leads.get(line_start)
-        if lead is None:
-            # It stops at a character of the call's name at the latest, so it stays true.
-            lead = self._line_leads[line_start] = _skip(_LINE_LEAD, buf, line_start)
-        if lead != t:
-            return None, m.end()
-        end = self.close_of(m.end() - 1)
-        if end == OPEN and not final:
-            return NEED
-        if end < 0:
-            return None, m.end()
-        after = _skip(_AFTER_BARE_CALL, buf, end)
-        if after < len(buf) and buf[after] != "\n":
-            return None, m.end()
-        if after == len(buf) and not final:
-            return NEED  # the line may still go on
-        candidate = buf[t:end]
-        meaning = interpret_python(candidate, self.index, require_known=True)
-        if meaning.calls and not any(c.problem for c in meaning.calls):
-            return calls_segment(candidate, meaning), end
-        return None, m.end()
-
 
 def parse_reply(
     text: str,
@@ -481,6 +443,7 @@ def parse_reply(
     python_unknown: bool = False,
     empty_list_declines: bool = False,
     budget: RepairBudget | None = None,
+    markup: str | None = None,
 ) -> ParsedReply:
     """Parse a whole reply in one final pass (property tests check that this equals feeding
     it piece by piece and finishing)."""
@@ -490,6 +453,7 @@ def parse_reply(
         python_unknown=python_unknown,
         empty_list_declines=empty_list_declines,
         budget=budget,
+        markup=markup,
     )
     return ParsedReply(tuple(merge_segments(parser.finish(text))))
 

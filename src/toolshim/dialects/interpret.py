@@ -114,10 +114,17 @@ def interpret_value(
         present[0] if present else None,
     )
     if name_key is None:
-        return NOT_A_CALL
+        named = obj.get("type")
+        if not isinstance(named, str) or index.resolve(named) is None:
+            return NOT_A_CALL
+        name_key = "type"  # {"type": "calculator", "arguments": {...}} (Granite)
     name_value = obj[name_key]
     if isinstance(name_value, dict):  # OpenAI shape: {"type": "function", "function": {...}}
-        return interpret_value(name_value, index, raw, repaired, budget=budget, depth=deeper)
+        inner = dict(name_value)
+        beside = next((k for k in ARG_KEYS if k in obj), None)
+        if beside is not None and not any(str(k).strip().lower() in ARG_KEYS for k in inner):
+            inner[beside] = obj[beside]  # the arguments misplaced beside "function"
+        return interpret_value(inner, index, raw, repaired, budget=budget, depth=deeper)
     if not isinstance(name_value, str):
         return NOT_A_CALL
     known = index.resolve(name_value)

@@ -1,0 +1,57 @@
+"""What every reader of tagged call markup shares: the parser it reads through (Host), its
+answer (Resolution, NEED), and the calls it builds from JSON arguments."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Protocol
+
+from toolshim.dialects._scan import MAX_DEPTH, RepairBudget
+from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
+from toolshim.dialects.segments import Segment, calls_segment
+
+__all__ = ["NEED", "Host", "Resolution", "json_arguments_call", "too_deep"]
+
+NEED = None
+"""A reader's answer when the text so far cannot decide (only before the reply is final)."""
+
+Resolution = tuple[Segment | None, int] | None
+"""The segment read (None: the text there is prose) and where it ends; or :data:`NEED`."""
+
+
+class Host(Protocol):
+    """What a reader needs from the parser."""
+
+    index: ToolIndex
+    budget: RepairBudget
+    markup: str | None
+
+    @property
+    def buf(self) -> str: ...
+
+    def close_of(self, start: int) -> int:
+        """End of the bracket opened at ``start`` (OPEN while it is open, TOO_DEEP when it
+        nests too deeply to be a call); resumable."""
+
+    def decode(self, start: int, end: int) -> tuple[object, bool] | None:
+        """``decode_value(buf[start:end])``, completing a bracket that is still open."""
+
+    def find(self, pattern: re.Pattern[str], key: int, begin: int) -> re.Match[str] | None:
+        """``pattern.search(buf, begin)``, resuming an earlier failed search for ``key``."""
+
+    def inner(self, body: str, *, python: bool) -> Interpretation | None:
+        """The calls in a tag's or fence's body, if the body is nothing but calls."""
+
+
+def json_arguments_call(name: str, decoded: tuple[object, bool] | None, raw: str) -> ParsedCall:
+    """A call whose arguments were decoded from JSON (None: they did not decode)."""
+    if decoded is None or not isinstance(decoded[0], Mapping):
+        return ParsedCall(name, None, raw, "the arguments are not a JSON object")
+    return ParsedCall(name, dict(decoded[0]), raw, None, decoded[1])
+
+
+def too_deep(name: str, raw: str) -> Segment:
+    """A call whose arguments nest deeper than any call's."""
+    problem = f"the arguments nest more than {MAX_DEPTH} levels deep"
+    return calls_segment(raw, Interpretation((ParsedCall(name, None, raw, problem),)))

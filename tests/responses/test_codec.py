@@ -26,11 +26,12 @@ from toolshim.types import (
     ToolChoice,
     Usage,
 )
-from toolshim.wire.openai_responses import decode_request
+from toolshim.wire.base import Decoded
 from toolshim.wire.openai_responses_events import (
     ResponsesStreamEncoder,
     encode_completion,
 )
+from toolshim.wire.openai_responses_input import ResponsesContext, ResponsesRequest, decode_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WEATHER = {
@@ -51,6 +52,11 @@ def codex(name: str) -> dict[str, Any]:
     return dict(json.loads((FIXTURES / name).read_text()))
 
 
+def context_of(decoded: Decoded) -> ResponsesContext:
+    assert isinstance(decoded.request, ResponsesRequest) and decoded.request.context is not None
+    return decoded.request.context
+
+
 def body(**extra: Any) -> dict[str, Any]:
     return {"model": "fake-model", "input": "What is the weather in Paris?", **extra}
 
@@ -65,7 +71,7 @@ def test_a_string_input_is_one_user_message_after_the_instructions() -> None:
         ("user", "What is the weather in Paris?"),
     ]
     assert decoded.request.tools == () and decoded.warnings == ()
-    assert decoded.context.id.startswith("resp_") and decoded.context.store is True
+    assert context_of(decoded).id.startswith("resp_") and context_of(decoded).store is True
 
 
 def test_codex_first_request_decodes_to_one_system_message_and_its_function_tools() -> None:
@@ -83,7 +89,7 @@ def test_codex_first_request_decodes_to_one_system_message_and_its_function_tool
     assert request.choice == ToolChoice.AUTO
     # what the proxy answers itself never goes upstream
     assert set(request.params) == {"stream_options"}
-    assert decoded.context.store is False
+    assert context_of(decoded).store is False
     assert any("web_search tool dropped" in w for w in decoded.warnings)
     assert any("namespace tool 'multi_agent_v1' dropped" in w for w in decoded.warnings)
 
@@ -245,7 +251,7 @@ def test_a_freeform_tool_is_a_function_of_one_string_and_its_call_comes_back_cus
     (spec,) = decoded.request.tools
     assert spec.parameters["required"] == ["input"] and "start: /.+/" in str(spec.parameters)
     call = ToolCall.from_arguments("call_1", "apply_patch", {"input": "*** Begin Patch"})
-    data = encode_completion(completion(Message("assistant", None, (call,))), decoded.context)
+    data = encode_completion(completion(Message("assistant", None, (call,))), context_of(decoded))
     (item,) = data["output"]
     assert item["type"] == "custom_tool_call" and item["input"] == "*** Begin Patch"
     assert item["call_id"] == "call_1"
@@ -271,7 +277,7 @@ def completion(message: Message, finish: str = "stop") -> Completion:
 
 
 def test_a_completion_is_a_response_object_the_sdk_reads() -> None:
-    context = decode_request(body(tools=[WEATHER], metadata={"k": "v"})).context
+    context = context_of(decode_request(body(tools=[WEATHER], metadata={"k": "v"})))
     call = ToolCall("emulated_1_0", "get_weather", '{"city": "Paris"}')
     data = encode_completion(completion(Message("assistant", None, (call,)), "tool_calls"), context)
     response = Response.model_validate(data)
@@ -319,7 +325,7 @@ def sdk_final(events: list[dict[str, Any]], tools: list[Any]) -> Response:
 
 
 def test_a_streamed_text_answer_sends_the_events_in_order() -> None:
-    context = decode_request(body(stream=True)).context
+    context = context_of(decode_request(body(stream=True)))
     chunks = [
         StreamChunk(role="assistant"),
         StreamChunk(content="Sun"),
@@ -347,7 +353,7 @@ def test_a_streamed_text_answer_sends_the_events_in_order() -> None:
 
 
 def test_streamed_and_unstreamed_answers_agree() -> None:
-    context = decode_request(body(tools=[WEATHER], stream=True)).context
+    context = context_of(decode_request(body(tools=[WEATHER], stream=True)))
     calls = (
         ToolCall("call_1", "get_weather", '{"city": "Paris"}'),
         ToolCall("call_2", "get_weather", '{"city": "Oslo"}'),
@@ -381,7 +387,7 @@ def test_streamed_and_unstreamed_answers_agree() -> None:
 
 
 def test_a_stream_that_breaks_ends_with_response_failed() -> None:
-    context = decode_request(body(stream=True)).context
+    context = context_of(decode_request(body(stream=True)))
     encoder = ResponsesStreamEncoder(context)
     out = encoder.feed(StreamChunk(content="Hal"))
     error = ToolCallError("the model never made a valid call")
@@ -410,7 +416,7 @@ def test_a_stream_that_breaks_ends_with_response_failed() -> None:
 
 
 def test_an_empty_stream_is_one_empty_message() -> None:
-    context = decode_request(body(stream=True)).context
+    context = context_of(decode_request(body(stream=True)))
     events = run_stream([StreamChunk(finish_reason="stop")], context)
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == ""
     assert sdk_final(events, []).output_text == ""

@@ -104,7 +104,8 @@ def _handler(
 ) -> ASGIApp:
     match kind:
         case Kind.SERVE:
-            return ProtocolEndpoint(codec, engine, metrics, settings)
+            bind = getattr(codec, "for_engine", None)  # a codec with state per app (a store)
+            return ProtocolEndpoint(bind(engine) if bind else codec, engine, metrics, settings)
         case Kind.COUNT_TOKENS:
             from toolshim.server.tokens import CountTokens
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from toolshim.wire import openai_chat
+from toolshim.wire import openai_chat, openai_responses
 from toolshim.wire.base import Codec
 
 __all__ = ["PROTOCOLS", "Kind", "ProtocolRoute", "codec_for_path"]
@@ -39,7 +39,10 @@ class ProtocolRoute:
         return (self.path, f"{self.path}/", short, f"{short}/")
 
 
-PROTOCOLS: tuple[ProtocolRoute, ...] = (ProtocolRoute("/v1/chat/completions", openai_chat.CODEC),)
+PROTOCOLS: tuple[ProtocolRoute, ...] = (
+    ProtocolRoute("/v1/chat/completions", openai_chat.CODEC),
+    ProtocolRoute("/v1/responses", openai_responses.CODEC),
+)
 
 
 def codec_for_path(path: str) -> Codec:

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from toolshim.errors import ToolshimError, error_body
+from toolshim.errors import ToolshimError
 from toolshim.types import Completion, Message, Metadata, StreamChunk, ToolCall, Usage
-from toolshim.wire.openai_responses import ResponsesContext
+from toolshim.wire.openai_chat import error_body
+from toolshim.wire.openai_responses_input import ResponsesContext
+from toolshim.wire.sse import sse_event
 
 __all__ = [
     "ResponsesStreamEncoder",
@@ -39,7 +39,6 @@ __all__ = [
     "error_payload",
     "output_items",
     "response_object",
-    "sse",
     "usage_object",
 ]
 
@@ -49,11 +48,6 @@ _ANSWER_ITEMS = frozenset({"message", "function_call", "custom_tool_call"})
 
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{random.getrandbits(96):024x}"
-
-
-def sse(data: Mapping[str, Any]) -> bytes:
-    """One server-sent event named by its ``type``."""
-    return b"event: " + str(data["type"]).encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -236,6 +230,8 @@ class ResponsesStreamEncoder:
     """One streamed answer as Responses events (sans-IO: feed core chunks, get SSE bytes)."""
 
     context: ResponsesContext
+    on_complete: Callable[[dict[str, Any]], None] | None = None
+    """Called with the final ``response`` once a stream ended well (the codec stores it)."""
     sequence: int = 0
     usage: Usage | None = None
     meta: Metadata | None = None
@@ -250,7 +246,7 @@ class ResponsesStreamEncoder:
     def _event(self, data: dict[str, Any]) -> bytes:
         data["sequence_number"] = self.sequence
         self.sequence += 1
-        return sse(data)
+        return sse_event(data, data["type"])
 
     def _response(self, status: str, error: Mapping[str, Any] | None = None) -> dict[str, Any]:
         output = [i.data for i in self.items if not i.open] if status != "in_progress" else []
@@ -485,12 +481,11 @@ class ResponsesStreamEncoder:
             out += self._open_text() + self._close_text()  # an empty answer: one empty message
         status = _status(self.finish_reason)
         kind = "response.completed" if status == "completed" else "response.incomplete"
-        out.append(self._event({"type": kind, "response": self._response(status)}))
+        response = self._response(status)
+        out.append(self._event({"type": kind, "response": response}))
+        if self.on_complete is not None:
+            self.on_complete(response)
         return out
-
-    def final_response(self) -> dict[str, Any]:
-        """The ``response`` as the last event sent it (for the store)."""
-        return self._response(_status(self.finish_reason))
 
     def fail(self, exc: BaseException, meta: Metadata | None) -> list[bytes]:
         """``response.failed`` with the error and the items finished so far (never a made-up

@@ -420,3 +420,29 @@ def test_an_empty_stream_is_one_empty_message() -> None:
     events = run_stream([StreamChunk(finish_reason="stop")], context)
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == ""
     assert sdk_final(events, []).output_text == ""
+
+
+def test_the_upstreams_reasoning_is_a_reasoning_item_streamed_or_not() -> None:
+    context = context_of(decode_request(body(stream=True)))
+    message = Message("assistant", "Sunny.", extra={"reasoning_content": "Paris is in France."})
+    whole = encode_completion(completion(message), context)
+    chunks = [
+        StreamChunk(role="assistant", extra={"reasoning_content": "Paris is "}),
+        StreamChunk(extra={"reasoning_content": "in France."}),
+        StreamChunk(content="Sunny."),
+        StreamChunk(finish_reason="stop", usage=Usage(10, 5, 15), meta=META),
+    ]
+    events = run_stream(chunks, context)
+    types = [e["type"] for e in events]
+    assert types[2:8] == [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.content_part.done",
+    ]
+    streamed = events[-1]["response"]["output"]
+    assert [i["type"] for i in streamed] == [i["type"] for i in whole["output"]]
+    assert streamed[0]["content"] == whole["output"][0]["content"]
+    assert sdk_final(events, []).output_text == "Sunny."

@@ -1,25 +1,22 @@
-"""The bounded store of recent Responses API answers behind ``previous_response_id``.
+"""The store of recent Responses API answers behind ``previous_response_id``.
 
 Each stored response keeps its conversation (the input items, the earlier responses'
-included) and its output items, under ``response:<id>``. The store is any object with
-``put_document``/``get_document`` (:class:`Documents`): the capability registry's own
-document store where it offers one (so several replicas on PostgreSQL or Redis share it),
-else a small SQLite file beside the registry (``responses.sqlite3``), else memory. A store
-keeps at most :data:`DEFAULT_LIMIT` responses (the oldest go first) and forgets one after
-:data:`DEFAULT_TTL` seconds; a request with ``store: false`` leaves nothing in it.
+included) and its output items, under ``response:<id>``, in the capability registry's
+bounded document store (:attr:`toolshim.capabilities.registry.Registry.documents`: the same
+SQLite file, or the PostgreSQL or Redis store several replicas share), so a response survives
+a restart; the oldest documents are evicted first, and a response is forgotten after
+:data:`DEFAULT_TTL` seconds. A registry without a document store keeps them in memory
+(:class:`MemoryDocuments`). A request with ``store: false`` leaves nothing in it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from toolshim.errors import InvalidRequestError, StoreError
@@ -30,17 +27,15 @@ __all__ = [
     "Documents",
     "MemoryDocuments",
     "ResponseStore",
-    "SQLiteDocuments",
     "open_response_store",
 ]
 
 log = logging.getLogger("toolshim.server")
 
 DEFAULT_LIMIT = 1000
-"""How many responses a store keeps at most."""
+"""How many responses :class:`MemoryDocuments` keeps at most."""
 DEFAULT_TTL = 30 * 24 * 3600.0
 """Seconds a stored response stays retrievable (OpenAI keeps them 30 days)."""
-FILE_NAME = "responses.sqlite3"
 
 
 class Documents(Protocol):
@@ -73,66 +68,6 @@ class MemoryDocuments:
         if entry is None or (entry[0] is not None and entry[0] < time.time()):
             return None
         return entry[1]
-
-
-class SQLiteDocuments:
-    """Documents in a SQLite file (WAL, safe with several processes), the oldest evicted
-    beyond ``limit``. A file that cannot be opened is a :class:`StoreError`."""
-
-    def __init__(self, path: str | os.PathLike[str], *, limit: int = DEFAULT_LIMIT) -> None:
-        self.path = str(path)
-        self.limit = limit
-        self._lock = threading.Lock()
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS documents (key TEXT PRIMARY KEY, body TEXT NOT NULL,"
-                " stored_at REAL NOT NULL, expires_at REAL)"
-            )
-            self._db.execute("CREATE INDEX IF NOT EXISTS documents_age ON documents (stored_at)")
-            self._db.commit()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the responses store at {self.path}: {exc}") from exc
-
-    def __repr__(self) -> str:
-        return f"SQLiteDocuments({self.path!r})"
-
-    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        now = time.time()
-        body = json.dumps(document, ensure_ascii=False)
-        try:
-            with self._lock, self._db:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO documents (key, body, stored_at, expires_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (key, body, now, now + ttl if ttl is not None else None),
-                )
-                self._db.execute(
-                    "DELETE FROM documents WHERE key IN (SELECT key FROM documents"
-                    " ORDER BY stored_at DESC LIMIT -1 OFFSET ?) OR expires_at < ?",
-                    (self.limit, now),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write the responses store at {self.path}: {exc}") from exc
-
-    def get_document(self, key: str) -> Any | None:
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT body, expires_at FROM documents WHERE key = ?", (key,)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the responses store at {self.path}: {exc}") from exc
-        if row is None or (row[1] is not None and row[1] < time.time()):
-            return None
-        return json.loads(row[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
 
 
 class ResponseStore:
@@ -181,15 +116,9 @@ class ResponseStore:
 
 
 def open_response_store(registry: Any) -> ResponseStore:
-    """The registry's document store when it has one; else ``responses.sqlite3`` beside the
-    registry's SQLite file; else memory (a registry in memory, or a file that cannot be used)."""
+    """The registry's document store when it has one, else memory (with a warning)."""
     documents = getattr(registry, "documents", None)
-    if documents is not None and hasattr(documents, "put_document"):
+    if documents is not None:
         return ResponseStore(documents)
-    path = getattr(getattr(registry, "store", None), "path", None)
-    if isinstance(path, str) and path != ":memory:" and "://" not in path:
-        try:
-            return ResponseStore(SQLiteDocuments(Path(path).with_name(FILE_NAME)))
-        except StoreError as exc:
-            log.warning("keeping responses in memory only: %s", exc.message)
+    log.warning("the capability store keeps no documents: responses are kept in memory only")
     return ResponseStore(MemoryDocuments())

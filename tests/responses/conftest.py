@@ -66,12 +66,13 @@ def live(tmp_path: Path) -> Iterator[LiveFactory]:
         context = serve_proxy(app)
         base_url = context.__enter__()
         client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
-        with_stack.append((context, client))
+        with_stack.append((context, client, registry))
         return Live(base_url, app, client)
 
     try:
         yield factory
     finally:
-        for context, client in reversed(with_stack):
+        for context, client, registry in reversed(with_stack):
             client.close()
             context.__exit__(None, None, None)
+            registry.close()

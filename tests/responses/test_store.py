@@ -1,4 +1,5 @@
-"""The response store behind previous_response_id: a real SQLite file, bounded, surviving a reopen."""
+"""The response store behind previous_response_id: the registry's own document store (a real
+SQLite file) surviving a reopen; memory bounded; unknown ids a 400."""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ import pytest
 
 from toolshim.capabilities.registry import Registry
 from toolshim.errors import InvalidRequestError
-from toolshim.responses_store import (
-    MemoryDocuments,
-    ResponseStore,
-    SQLiteDocuments,
-    open_response_store,
-)
+from toolshim.responses_store import MemoryDocuments, ResponseStore, open_response_store
 
 USER = {"type": "message", "role": "user", "content": "hi"}
 
@@ -26,25 +22,19 @@ def response(n: int) -> dict[str, object]:
     }
 
 
-def test_a_stored_response_survives_a_reopen_and_continues_with_its_output(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "responses.sqlite3"
-    first = SQLiteDocuments(path)
-    ResponseStore(first).save(response(1), [USER])
+def test_a_stored_response_survives_a_reopen_of_the_registry(tmp_path: Path) -> None:
+    path = tmp_path / "capabilities.sqlite3"
+    first = Registry.open(path, profiles=False)
+    open_response_store(first).save(response(1), [USER])
     first.close()
-    reopened = SQLiteDocuments(path)
-    items = ResponseStore(reopened).conversation("resp_1")
+    reopened = Registry.open(path, profiles=False)
+    items = open_response_store(reopened).conversation("resp_1")
     reopened.close()
     assert items[0] == USER and items[1]["content"][0]["text"] == "answer 1"
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_the_oldest_responses_are_evicted_beyond_the_limit(tmp_path: Path, kind: str) -> None:
-    documents = (
-        SQLiteDocuments(tmp_path / "r.sqlite3", limit=3) if kind == "sqlite" else MemoryDocuments(3)
-    )
-    store = ResponseStore(documents)
+def test_memory_keeps_the_newest_responses_and_an_unknown_id_is_a_400() -> None:
+    store = ResponseStore(MemoryDocuments(3))
     for n in range(5):
         store.save(response(n), [USER])
     assert [store.get(f"resp_{n}") is not None for n in range(5)] == [
@@ -61,13 +51,8 @@ def test_the_oldest_responses_are_evicted_beyond_the_limit(tmp_path: Path, kind:
 
 
 def test_an_expired_response_is_gone(tmp_path: Path) -> None:
-    store = ResponseStore(SQLiteDocuments(tmp_path / "r.sqlite3"), ttl=-1.0)
+    registry = Registry.open(tmp_path / "capabilities.sqlite3", profiles=False)
+    store = ResponseStore(open_response_store(registry).documents, ttl=-1.0)
     store.save(response(1), [USER])
     assert store.get("resp_1") is None
-
-
-def test_the_store_sits_beside_the_registry_file_or_in_memory(tmp_path: Path) -> None:
-    on_disk = open_response_store(Registry.open(tmp_path / "capabilities.sqlite3"))
-    assert isinstance(on_disk.documents, SQLiteDocuments)
-    assert on_disk.documents.path == str(tmp_path / "responses.sqlite3")
-    assert isinstance(open_response_store(Registry()).documents, MemoryDocuments)
+    registry.close()

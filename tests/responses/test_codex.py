@@ -136,4 +136,4 @@ def test_codex_runs_an_emulated_shell_call_through_toolshim(
     assert "exec_command" in sent[1]["messages"][0]["content"]  # described in the prompt
     result = json.dumps(sent[2]["messages"], ensure_ascii=False)
     assert "Process exited with code 0" in result, result  # Codex's function_call_output
-    assert "emulated_" in result  # answering the emulated call's id
+    assert "proof.txt" in result  # with the call it answers

@@ -203,50 +203,40 @@ def _references(contents: Mapping[str, Any], resolver: Any) -> Iterator[tuple[st
 def _check_cycles(nodes: Sequence[tuple[Any, Any]], spec: Any) -> None:
     """Depth-first, from every subschema, over the edges that apply a subschema to the *same*
     value (references, ``allOf``/``anyOf``/``oneOf``/``not``/``if``...): a cycle there never
-    ends."""
+    ends. Iterative, so that no chain of references can overflow the stack."""
     on_path: set[int] = set()
     done: set[int] = set()
-    # Each frame: (node id, iterator over its same-value children).
-    stack: list[tuple[int, Iterator[tuple[Any, Any]]]] = []
-
-    def enter(contents: Any, resolver: Any) -> None:
-        resource = Resource.from_contents(contents, default_specification=spec)
-        resolver = resolver.in_subresource(resource)
-        on_path.add(id(contents))
-        stack.append((id(contents), _same_value_children(contents, resolver)))
-
-    for start, resolver in nodes:
-        if id(start) not in done:
-            enter(start, resolver)
-            _walk(stack, on_path, done, enter)
-
-
-def _walk(
-    stack: list[tuple[int, Iterator[tuple[Any, Any]]]],
-    on_path: set[int],
-    done: set[int],
-    enter: Callable[[Any, Any], None],
-) -> None:
-    while stack:
-        node, children = stack[-1]
-        step = next(children, None)
-        if step is None:
-            stack.pop()
-            on_path.discard(node)
-            done.add(node)
+    for start, start_resolver in nodes:
+        if id(start) in done:
             continue
-        child, resolver = step
-        if not isinstance(child, Mapping) or id(child) in done:
-            continue
-        if id(child) in on_path:
-            raise _Refused(
-                "has a reference cycle that never reaches a property or item "
-                "(a $ref that leads back to itself)"
-            )
-        enter(child, resolver)
+        # Each frame: a node on the current path and the iterator over its same-value children.
+        path = [(id(start), _same_value_children(start, start_resolver, spec))]
+        on_path.add(id(start))
+        while path:
+            node, children = path[-1]
+            step = next(children, None)
+            if step is None:
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+                continue
+            child, resolver = step
+            if not isinstance(child, Mapping) or id(child) in done:
+                continue
+            if id(child) in on_path:
+                raise _Refused(
+                    "has a reference cycle that never reaches a property or item "
+                    "(a $ref that leads back to itself)"
+                )
+            path.append((id(child), _same_value_children(child, resolver, spec)))
+            on_path.add(id(child))
 
 
-def _same_value_children(contents: Mapping[str, Any], resolver: Any) -> Iterator[tuple[Any, Any]]:
+def _same_value_children(
+    contents: Mapping[str, Any], resolver: Any, spec: Any
+) -> Iterator[tuple[Any, Any]]:
+    resource = Resource.from_contents(contents, default_specification=spec)
+    resolver = resolver.in_subresource(resource)
     for _, target in _references(contents, resolver):
         yield target
     for keyword in _SAME_VALUE:

@@ -63,6 +63,7 @@ _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 _SAME_VALUE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "extends")
 _SAME_VALUE_MAPS = ("dependentSchemas", "dependencies")
 _CODE = "invalid_tool_schema"
+_TOO_DEEP = f"is nested more than {MAX_DEPTH} levels deep (the limit)"
 
 
 class SchemaBudgetError(Exception):
@@ -96,12 +97,13 @@ def inspect_tools(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
 def inspect_schema(name: str, schema: Any, *, index: int | None = None) -> tuple[str, ...]:
     """Check one tool's schema (see :func:`inspect_tools`)."""
     param = f"tools.{index}.function.parameters" if index is not None else None
-    problem = _measure(schema)
-    if problem is None:
-        try:
-            text = json.dumps(schema, sort_keys=True)
-        except (TypeError, ValueError):
-            return ()  # not JSON: the validator reports it as not checked
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except RecursionError:  # far deeper than the limit: the encoder's own guard stopped it
+        problem: str | None = _TOO_DEEP
+    except (TypeError, ValueError):
+        return ()  # not JSON: the validator reports it as not checked
+    else:
         problem, notes = _inspect_text(text)
         if problem is None:
             return tuple(n.format(name=name) for n in notes)
@@ -126,7 +128,7 @@ def _measure(schema: Any) -> str | None:
         else:
             continue
         if depth > MAX_DEPTH:
-            return f"is nested more than {MAX_DEPTH} levels deep (the limit)"
+            return _TOO_DEEP
         stack.extend((child, depth + 1) for child in children)
     return None
 
@@ -134,7 +136,13 @@ def _measure(schema: Any) -> str | None:
 @lru_cache(maxsize=512)
 def _inspect_text(text: str) -> tuple[str | None, tuple[str, ...]]:
     """(problem or None, notes with ``{name}`` left to fill) for one schema's JSON text."""
-    schema = json.loads(text)
+    try:
+        schema = json.loads(text)
+    except RecursionError:
+        return _TOO_DEEP, ()
+    problem = _measure(schema)
+    if problem is not None:
+        return problem, ()
     if not isinstance(schema, Mapping):
         return None, ()
     try:

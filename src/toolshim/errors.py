@@ -5,6 +5,9 @@
     ToolshimError
     ├── ConfigError                  a bad mode, strategy, dialect or option (a programming error)
     ├── InvalidRequestError          the caller's request is malformed               → 400
+    ├── AuthenticationError          no valid proxy access key (--auth-keys)         → 401
+    ├── LimitExceededError           over one of the proxy's limits  → 413, 429, 408, 431, 503
+    ├── ShuttingDownError            the server stopped before the request was served → 503
     ├── UpstreamError                anything that went wrong talking to the upstream
     │   ├── UpstreamStatusError      the upstream answered with an HTTP error        → its status
     │   ├── UpstreamConnectionError  the upstream could not be reached               → 502
@@ -33,9 +36,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentLimitError",
+    "AuthenticationError",
     "ConfigError",
     "InvalidRequestError",
+    "LimitExceededError",
     "LocalModelError",
+    "ShuttingDownError",
     "StoreError",
     "ToolCallError",
     "ToolshimError",
@@ -217,6 +223,42 @@ class AgentLimitError(ToolshimError):
         self.code = reason
         self.reason = reason
         self.result = result
+
+
+class AuthenticationError(ToolshimError):
+    """The request carries no valid access key for the proxy (``--auth-keys``)."""
+
+    status = 401
+    error_type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class LimitExceededError(ToolshimError):
+    """A request over one of the proxy's limits; ``limit`` names it (``body_size``,
+    ``body_timeout``, ``concurrent_requests``, ``connections``, ...) and ``status`` is its
+    HTTP status (413, 408, 429, 431, 503). ``retry_after`` (seconds, as text) is sent as the
+    ``Retry-After`` header when the caller may try again."""
+
+    error_type = "invalid_request_error"
+
+    def __init__(
+        self, message: str, *, limit: str, status: int, retry_after: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.code = limit
+        self.status = status
+        self.retry_after = retry_after
+        if status == 429:
+            self.error_type = "rate_limit_exceeded"
+
+
+class ShuttingDownError(ToolshimError):
+    """The server is shutting down and its drain time ran out before this request was served."""
+
+    status = 503
+    error_type = "server_error"
+    code = "shutting_down"
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:

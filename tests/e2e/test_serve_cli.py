@@ -45,6 +45,10 @@ def test_help_explains_the_flags() -> None:
     assert result.returncode == 0
     for flag in ("--upstream", "--mode", "--strategy", "--dialect", "--registry", "--host"):
         assert flag in result.stdout
+    for flag in ("--auth-keys", "--allow-unauthenticated", "--max-body-size", "--drain-timeout"):
+        assert flag in result.stdout
+    for flag in ("--header-timeout", "--body-timeout", "--idle-timeout", "--max-connections"):
+        assert flag in result.stdout
     for env in ("TOOLSHIM_UPSTREAM", "TOOLSHIM_MODE", "TOOLSHIM_UPSTREAM_API_KEY"):
         assert env in result.stdout
     # paragraphs are wrapped by the terminal, not at the source's line breaks

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import socket
+from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -36,6 +38,11 @@ from toolshim.cli._options import (
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS
 from toolshim.errors import ConfigError, LocalModelError, ToolshimError
+from toolshim.redact import credential_values, redact, url_without_credentials
+
+if TYPE_CHECKING:
+    from toolshim.server import ProxyApp
+    from toolshim.server.auth import AccessKeys
 
 __all__ = ["register", "serve"]
 
@@ -51,6 +58,10 @@ Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "m
 these defaults.
 
 Endpoints: POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /metrics.
+
+Safe by default: it listens on 127.0.0.1; to listen on another address give it access keys
+(--auth-keys FILE), or waive them with --allow-unauthenticated on a trusted network. Every
+request is held to the limits below (sizes, counts, deadlines), each a flag.
 """
 
 
@@ -131,19 +142,128 @@ def serve(
             "nothing.",
         ),
     ] = True,
+    auth_keys: Annotated[
+        Path | None,
+        typer.Option(
+            "--auth-keys",
+            envvar="TOOLSHIM_AUTH_KEYS",
+            help="File of access keys for the proxy, one a line, optionally `name:key`. Callers "
+            "send one as `Authorization: Bearer KEY` or `x-api-key: KEY`; logs and metrics show "
+            "its name. Every route but /healthz needs one. The caller's key is not forwarded "
+            "upstream (--upstream-api-key is).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unauthenticated",
+            envvar="TOOLSHIM_ALLOW_UNAUTHENTICATED",
+            help="Listen on a non-loopback address without --auth-keys (a trusted network only).",
+        ),
+    ] = False,
+    max_body_size: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_BODY_SIZE",
+            help="Largest request body (bytes, or with a K/M/G suffix); larger gets a 413.",
+        ),
+    ] = "16M",
+    max_tools: Annotated[
+        int, typer.Option(envvar="TOOLSHIM_MAX_TOOLS", help="Tools in one request.", min=1)
+    ] = 256,
+    max_messages: Annotated[
+        int,
+        typer.Option(envvar="TOOLSHIM_MAX_MESSAGES", help="Messages in one request.", min=1),
+    ] = 4096,
+    max_concurrent_requests: Annotated[
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_CONCURRENT_REQUESTS",
+            help="Requests served at once; more get a 429 with Retry-After (/healthz and "
+            "/metrics are not counted).",
+            min=1,
+        ),
+    ] = 256,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_CONNECTIONS",
+            help="Open client connections (lowered to fit the open-file limit). At the limit "
+            "the connection that has waited longest for its headers is closed for a new one.",
+            min=1,
+        ),
+    ] = 1000,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_HEADER_TIMEOUT",
+            help="Seconds a client has to send a request's headers (then 408, closed).",
+            min=0.1,
+        ),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_BODY_TIMEOUT",
+            help="Seconds a client has to send a request's body once its headers are in.",
+            min=0.1,
+        ),
+    ] = 60.0,
+    idle_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_IDLE_TIMEOUT",
+            help="Seconds an idle keep-alive connection is kept open.",
+            min=0.1,
+        ),
+    ] = 15.0,
+    drain_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="TOOLSHIM_DRAIN_TIMEOUT",
+            help="On shutdown (SIGTERM, Ctrl-C), seconds in-flight requests get to finish; "
+            "those still running then get a 503 (a stream, an error event).",
+            min=0,
+        ),
+    ] = 30.0,
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
     from toolshim.server import configure_logging, create_app
+    from toolshim.server.auth import AccessKeys
+    from toolshim.server.limits import Limits
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    # The key and any user:pass@ of --upstream: masked in logs and in every message printed.
+    secrets = (upstream_api_key or "", *credential_values(url=upstream or ""))
     try:
-        configure_logging(log_level, secrets=[upstream_api_key or ""])
+        configure_logging(log_level, secrets=secrets)
         EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
         check_upstream_choice(upstream, model_file)
+        keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
+        limits = Limits(
+            max_body_bytes=parse_size(max_body_size, "--max-body-size"),
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            idle_timeout=idle_timeout,
+            max_connections=_fit_connections(max_connections, err),
+            max_concurrent_requests=max_concurrent_requests,
+            max_tools=max_tools,
+            max_messages=max_messages,
+            drain_timeout=drain_timeout,
+        )
     except ConfigError as exc:
-        fail(err, exc.message)
+        fail(err, redact(exc.message, secrets))
+    if keys is None and not allow_unauthenticated and not _is_loopback(host):
+        fail(
+            err,
+            f"refusing to listen on {host} without access keys: anyone who can reach it could "
+            "use your upstream (and its key)",
+            "pass --auth-keys FILE (one key per line, optionally name:key), or "
+            "--allow-unauthenticated if every client on that network is trusted",
+        )
     sock = _listen(host, port, err)
     previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -175,24 +295,28 @@ def serve(
                 upstream_api_key=upstream_api_key,
                 default_model=target.model,
                 pin_model=target.embedded,
+                limits=limits,
+                auth_keys=keys,
             )
-            _banner(host, sock.getsockname()[1], target, engine.options.mode.value)
+            _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
             if not target.embedded:
-                _warn_if_unreachable(target.base_url, upstream_api_key, err)
+                _warn_if_unreachable(target.base_url, upstream_api_key, err, secrets)
             _run(app, sock, log_level)
     except (KeyboardInterrupt, _Stop):
         pass
     except LocalModelError as exc:
-        fail(err, exc.message, EMBEDDED_HINT)
+        fail(err, redact(exc.message, secrets), EMBEDDED_HINT)
     except ToolshimError as exc:
-        fail(err, exc.message)
+        fail(err, redact(exc.message, secrets))
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         sock.close()
     typer.echo("toolshim: stopped", err=True)
 
 
-def _warn_if_unreachable(base_url: str, api_key: str | None, err: Console) -> None:
+def _warn_if_unreachable(
+    base_url: str, api_key: str | None, err: Console, secrets: tuple[str, ...]
+) -> None:
     """One line on stderr when the upstream does not answer ``GET /models`` now: the proxy
     serves anyway (the upstream may come up later), but a typo in --upstream shows at once."""
     import httpx
@@ -202,8 +326,9 @@ def _warn_if_unreachable(base_url: str, api_key: str | None, err: Console) -> No
         httpx.get(f"{base_url}/models", headers=headers, timeout=3.0)
     except httpx.HTTPError as exc:
         err.print(
-            f"[yellow]warning:[/] the upstream at {escape(base_url)} does not answer "
-            f"({escape(type(exc).__name__)}: {escape(str(exc) or 'no reply')}); serving anyway, "
+            f"[yellow]warning:[/] the upstream at {escape(url_without_credentials(base_url))} "
+            f"does not answer ({escape(type(exc).__name__)}: "
+            f"{escape(redact(str(exc), secrets) or 'no reply')}); serving anyway, "
             "requests get 502 until it does"
         )
 
@@ -232,28 +357,109 @@ def _listen(host: str, port: int, err: Console) -> socket.socket:
     return sock
 
 
-def _banner(host: str, port: int, target: UpstreamTarget, mode: str) -> None:
+def _banner(
+    host: str, port: int, target: UpstreamTarget, mode: str, keys: AccessKeys | None
+) -> None:
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"toolshim proxy listening on http://{shown}:{port}/v1", color=False)
     if target.embedded:
         typer.echo(f"  upstream: embedded model {target.model!r} at {target.base_url}")
     else:
-        typer.echo(f"  upstream: {target.base_url}")
+        typer.echo(f"  upstream: {url_without_credentials(target.base_url)}")
     typer.echo(f"  mode: {mode}  (metrics: /metrics, health: /healthz)")
+    if keys is not None:
+        typer.echo(f"  access keys: {len(keys)} ({', '.join(keys.names)})")
+    else:
+        typer.echo("  access keys: none (any client that reaches the port is served)")
 
 
-def _run(app: Any, sock: socket.socket, log_level: str) -> None:
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """``16M``, ``512K``, ``1G``, ``1048576`` (also ``16MiB``, ``16MB``: binary units) in bytes."""
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = value[-1:] if value[-1:] in ("K", "M", "G") else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        number = -1
+    if number <= 0:
+        raise ConfigError(f"{flag} must be a size such as 16M or 1048576, not {text!r}")
+    return int(number * _SIZE_UNITS[unit])
+
+
+def _is_loopback(host: str) -> bool:
+    """True when every address ``host`` stands for is a loopback one."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+_FDS_RESERVED = 64
+"""Open files kept for the process itself (the registry, logs, the embedded model)."""
+
+
+def _fit_connections(wanted: int, err: Console) -> int:
+    """``wanted`` client connections, fewer when the open-file limit cannot hold them (each
+    in-flight request also holds an upstream connection); the soft limit is raised to the
+    hard one first, as servers do."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted * 2 + _FDS_RESERVED
+    if soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    fitting = max(1, (soft - _FDS_RESERVED) // 2)
+    if fitting < wanted:
+        err.print(
+            f"[yellow]warning:[/] the open-file limit ({soft}) holds {fitting} client "
+            f"connections, not {wanted}; --max-connections is {fitting} (raise `ulimit -n`)"
+        )
+        return fitting
+    return wanted
+
+
+def _run(app: ProxyApp, sock: socket.socket, log_level: str) -> None:
     import uvicorn
 
+    from toolshim.server.connections import guarded_protocol
+
+    class Server(uvicorn.Server):
+        """uvicorn, telling the app when shutdown begins so that it drains in its own way."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            app.drain()
+            await super().shutdown(sockets)
+
+    limits = app.limits
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(limits, app.limit_log),
         log_config=None,
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=3,
+        timeout_keep_alive=max(1, round(limits.idle_timeout)),
+        # The app answers what the drain cuts; uvicorn's own cut (a plain-text 500 or a
+        # dropped stream) only comes if that answer itself hangs.
+        timeout_graceful_shutdown=round(limits.drain_timeout) + 5,
+        backlog=2048,
         server_header=False,
         proxy_headers=False,
     )
     if log_level.lower() == "debug":
         logging.getLogger("uvicorn.error").setLevel(logging.INFO)
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])

@@ -29,8 +29,11 @@ from toolshim.server.asgi import (
     log_failure,
     send_json,
 )
+from toolshim.server.auth import AccessKeys
 from toolshim.server.endpoint import ProtocolEndpoint, ServerSettings
-from toolshim.server.logs import REQUEST_ID, new_request_id
+from toolshim.server.guard import Guard
+from toolshim.server.limits import LimitLog, Limits
+from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
 from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
 from toolshim.wire.base import Codec
@@ -55,6 +58,8 @@ def create_app(
     pin_model: bool = False,
     health_timeout: float = 2.0,
     metrics: Metrics | None = None,
+    limits: Limits | None = None,
+    auth_keys: AccessKeys | None = None,
 ) -> ProxyApp:
     """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
 
@@ -63,6 +68,8 @@ def create_app(
     goes to it (an upstream that serves one model, like the embedded llama-server).
     The app serves a copy of the engine whose upstream is wrapped to time its calls for
     ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
+    ``limits`` bound every request (see :class:`Limits`); with ``auth_keys`` every route but
+    ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream.
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
@@ -72,6 +79,7 @@ def create_app(
         default_model=default_model,
         pin_model=pin_model,
         health_timeout=health_timeout,
+        limits=limits or Limits(),
     )
     endpoints = _Endpoints(engine, metrics, settings)
 
@@ -96,7 +104,7 @@ def create_app(
     for route in PROTOCOLS:
         handler = _handler(route.kind, route.codec, engine, metrics, settings)
         handlers.update(dict.fromkeys(route.paths, handler))
-    return ProxyApp(handlers, starlette, engine, metrics, settings)
+    return ProxyApp(handlers, starlette, engine, metrics, settings, auth_keys)
 
 
 def _handler(
@@ -118,7 +126,9 @@ class ProxyApp:
     """The proxy's ASGI app: protocol routes on a lean path, every other route via Starlette.
 
     Each HTTP request gets an id (the caller's ``x-request-id`` when it is a sane token) that
-    tags its log lines and comes back in the ``x-request-id`` response header.
+    tags its log lines and comes back in the ``x-request-id`` response header. Every request,
+    whatever its route, goes through one :class:`~toolshim.server.guard.Guard` (keys, limits,
+    drain); :attr:`limit_log` is shared with the connection-level limits of ``toolshim serve``.
     """
 
     def __init__(
@@ -128,6 +138,7 @@ class ProxyApp:
         engine: Engine,
         metrics: Metrics,
         settings: ServerSettings,
+        auth_keys: AccessKeys | None = None,
     ) -> None:
         self.handlers = handlers
         """The protocol routes' handlers by path (POST only)."""
@@ -135,6 +146,20 @@ class ProxyApp:
         self.engine = engine
         self.metrics = metrics
         self.settings = settings
+        self.limits = settings.limits
+        self.limit_log = LimitLog(on_hit=metrics.count_limit_hit)
+        self.guard = Guard(
+            self._route,
+            self.limits,
+            keys=auth_keys,
+            limit_log=self.limit_log,
+            on_key=metrics.count_key,
+        )
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Stop taking requests and cut those still running after ``timeout`` seconds (the
+        limits' ``drain_timeout`` by default); see :meth:`Guard.drain`."""
+        self.guard.drain(timeout)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -146,16 +171,21 @@ class ProxyApp:
                 offered = value.decode("latin-1")
                 break
         token = REQUEST_ID.set(new_request_id(offered))
+        secrets_token = REQUEST_SECRETS.set(request_secrets(scope["headers"]))
         try:
-            handler = self.handlers.get(scope["path"])
-            if handler is None:
-                await self.starlette(scope, receive, send)
-            elif scope["method"] == "POST":
-                await handler(scope, receive, send)
-            else:
-                await _wrong_method(scope, send)
+            await self.guard(scope, receive, send)
         finally:
+            REQUEST_SECRETS.reset(secrets_token)
             REQUEST_ID.reset(token)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = self.handlers.get(scope["path"])
+        if handler is None:
+            await self.starlette(scope, receive, send)
+        elif scope["method"] == "POST":
+            await handler(scope, receive, send)
+        else:
+            await _wrong_method(scope, send)
 
 
 async def _wrong_method(scope: Scope, send: Send) -> None:
@@ -213,6 +243,10 @@ class _Endpoints:
         except UpstreamError as exc:
             upstream["reachable"] = False
             upstream["error"] = exc.message
+        except Exception as exc:  # a bug on the way to the upstream: health says so, no 500
+            log_failure(exc, 500)
+            upstream["reachable"] = False
+            upstream["error"] = f"internal error ({type(exc).__name__}); see the toolshim log"
         if upstream["reachable"]:
             upstream["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return JSONBody(

@@ -3,10 +3,11 @@ with the route's codec, serve it on the engine, answer in JSON or server-sent ev
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -26,6 +27,8 @@ from toolshim.server.asgi import (
     request_headers,
     send_json,
 )
+from toolshim.server.guard import KEY_NAME, cut_by_drain
+from toolshim.server.limits import Limits
 from toolshim.server.metrics import Metrics
 from toolshim.server.sse import SSEResponse
 from toolshim.types import Completion, Metadata, Mode, StreamChunk
@@ -64,6 +67,8 @@ class ServerSettings:
     """Send every request to ``default_model`` whatever it names (a one-model upstream)."""
     health_timeout: float = 2.0
     """Seconds ``/healthz`` waits for the upstream."""
+    limits: Limits = field(default_factory=Limits)
+    """Sizes, counts and deadlines every request is held to."""
 
 
 class ProtocolEndpoint:
@@ -93,6 +98,7 @@ class ProtocolEndpoint:
                 self._finish(payload, overrides, "client_closed", None, started, 499, False)
                 return
             payload = decode_json_object(body)
+            self.settings.limits.check_payload(payload)
             self._choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
             decoded = self.codec.decode(payload)
@@ -182,6 +188,13 @@ class ProtocolEndpoint:
             outcome = "error"
             finished = True
             ending = encoder.fail(exc, answer.meta())
+        except asyncio.CancelledError:
+            cut = cut_by_drain()  # the server's drain time ran out: say so, then end
+            if cut is None:
+                raise
+            log_failure(cut, cut.status)
+            outcome, status, finished = "error", cut.status, True
+            ending = encoder.fail(cut, answer.meta())
         finally:
             if not finished:
                 outcome, status = "client_closed", CLIENT_CLOSED
@@ -237,6 +250,9 @@ class ProtocolEndpoint:
                 f" emulated={str(meta.emulated).lower()} llm_calls={meta.llm_calls}"
                 f" reasks={meta.reasks}"
             )
+        key = KEY_NAME.get()
+        if key != "-":
+            details += f" key={key}"
         log.info(
             "%s model=%r stream=%s → %d %s mode=%s%s %.1f ms",
             self.codec.name,

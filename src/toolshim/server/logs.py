@@ -16,6 +16,7 @@ from toolshim.redact import redact
 __all__ = [
     "LOG_LEVELS",
     "REQUEST_ID",
+    "REQUEST_SECRETS",
     "RedactingFormatter",
     "RequestIdFilter",
     "configure_logging",
@@ -27,9 +28,31 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 REQUEST_ID: ContextVar[str] = ContextVar("toolshim_request_id", default="-")
 """The id of the request being served in this task (``-`` outside requests)."""
+REQUEST_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("toolshim_request_secrets", default=())
+"""The credentials the request being served carries (its ``Authorization`` and API-key header
+values, and the token after a scheme word): masked in every log line written while serving
+it, whatever their form (``Token X``, a raw key)."""
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _FORMAT = "%(asctime)s %(levelname)-7s [%(request_id)s] %(name)s: %(message)s"
+
+
+_CREDENTIAL_HEADERS = frozenset(
+    {b"authorization", b"x-api-key", b"api-key", b"proxy-authorization"}
+)
+
+
+def request_secrets(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
+    """The credential values in raw request ``headers`` (see :data:`REQUEST_SECRETS`)."""
+    out: list[str] = []
+    for name, value in headers:
+        if name in _CREDENTIAL_HEADERS and value:
+            text = value.decode("latin-1").strip()
+            out.append(text)
+            token = text.rpartition(" ")[2]
+            if token != text:
+                out.append(token)
+    return tuple(s for s in out if len(s) >= 4)
 
 
 def new_request_id(offered: str | None = None) -> str:
@@ -69,7 +92,9 @@ class RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         if not hasattr(record, "request_id"):
             record.request_id = REQUEST_ID.get()
-        return redact(super().format(record), self.secrets)
+        request_secrets = REQUEST_SECRETS.get()
+        secrets = self.secrets + request_secrets if request_secrets else self.secrets
+        return redact(super().format(record), secrets)
 
 
 def configure_logging(

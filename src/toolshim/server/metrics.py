@@ -70,6 +70,20 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.limit_hits = Counter(
+            "toolshim_limit_hits",
+            "Requests or connections stopped by one of the proxy's limits (body_size, "
+            "body_timeout, header_timeout, header_size, connections, concurrent_requests) or "
+            "refused for want of a valid access key (auth).",
+            ["limit"],
+            registry=self.registry,
+        )
+        self.key_requests = Counter(
+            "toolshim_key_requests",
+            "Requests accepted, by the name of the access key they presented (--auth-keys).",
+            ["key"],
+            registry=self.registry,
+        )
         self._complete_latency = self.upstream_latency.labels("complete")
         self._stream_latency = self.upstream_latency.labels("stream")
         self._durations = {
@@ -98,6 +112,12 @@ class Metrics:
             self.llm_calls.inc(meta.llm_calls)
         if RESCUED_WARNING in meta.warnings:
             self.rescued.inc()
+
+    def count_limit_hit(self, limit: str) -> None:
+        self.limit_hits.labels(limit).inc()
+
+    def count_key(self, name: str) -> None:
+        self.key_requests.labels(name).inc()
 
     def observe_upstream(self, seconds: float, *, stream: bool) -> None:
         (self._stream_latency if stream else self._complete_latency).observe(seconds)

@@ -35,7 +35,6 @@ from toolshim.errors import (
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
-    "DEFAULT_READ_TIMEOUT",
     "DEFAULT_RETRIES",
     "DEFAULT_TOTAL_TIMEOUT",
     "NO_RETRIES",
@@ -47,9 +46,6 @@ __all__ = [
 
 log = logging.getLogger("toolshim.upstreams")
 
-DEFAULT_READ_TIMEOUT = 600.0
-"""Seconds the upstream may stay silent (before its first byte, or between two): local models
-on a CPU can be slow to start a reply."""
 DEFAULT_CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection to the upstream."""
 DEFAULT_TOTAL_TIMEOUT = 1800.0
@@ -66,7 +62,7 @@ class Deadlines:
     """The connect, read and total deadlines of upstream requests, in seconds (None: none)."""
 
     connect: float | None = DEFAULT_CONNECT_TIMEOUT
-    read: float | None = DEFAULT_READ_TIMEOUT
+    read: float | None = 600.0
     total: float | None = DEFAULT_TOTAL_TIMEOUT
 
     def start(self) -> float | None:
@@ -113,7 +109,7 @@ class Deadlines:
         try:
             async with scope:
                 yield
-        except Exception as exc:  # (a client library may turn the cancellation into its own)
+        except TimeoutError as exc:
             if scope.expired():
                 raise self.total_error(url) from exc
             raise

@@ -25,7 +25,6 @@ from toolshim.redact import credential_values, url_without_credentials
 from toolshim.upstreams._http import completion_as_chunks, json_object, status_error
 from toolshim.upstreams._policy import (
     DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
     DEFAULT_RETRIES,
     DEFAULT_TOTAL_TIMEOUT,
     NO_RETRIES,
@@ -37,8 +36,8 @@ from toolshim.upstreams._sse import DEFAULT_MAX_EVENT_BYTES, sse_objects
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "normalize_base_url"]
 
-DEFAULT_TIMEOUT = DEFAULT_READ_TIMEOUT
-"""Seconds to wait for each read from an upstream: local models on a CPU can be slow."""
+DEFAULT_TIMEOUT = 600.0
+"""Seconds to wait for an upstream answer: local models on a CPU can be slow."""
 
 
 def normalize_base_url(url: str) -> str:

@@ -157,10 +157,14 @@ def _messages(messages: list[Any]) -> list[Any]:
         if "function_call" in message:
             message = _assistant_call(message, i, LEGACY_CALL_ID_PREFIX + str(count))
             count += 1
-        for call in message.get("tool_calls") or ():
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():  # validation names a bad one
             function = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(function, Mapping) and isinstance(call.get("id"), str):
-                latest[function.get("name")] = latest[None] = call["id"]
+                name = function.get("name")
+                if isinstance(name, str):
+                    latest[name] = call["id"]
+                latest[None] = call["id"]
         if message.get("role") == "function":
             name = message.get("name")
             answered = latest.get(name) if isinstance(name, str) else latest.get(None)

@@ -1,0 +1,80 @@
+"""The long fuzz run of the proxy's request decoding and validation (CI runs a bounded one).
+
+The same strategies as ``tests/security/test_server_fuzz.py`` (chat requests that are nearly
+right, arbitrary JSON, arbitrary bytes), sent in-process through ``httpx.ASGITransport`` to
+the proxy app in front of a function upstream, for ``--examples`` examples of each kind.
+Every answer must be below 500, and every error an OpenAI error body; the first failing
+example is shrunk and printed, and the run exits 1. Printed: examples sent, statuses seen,
+time per request.
+
+    python benchmarks/fuzz_requests.py                    # 5,000 examples of each kind
+    python benchmarks/fuzz_requests.py --examples 50000
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, given, settings
+from tests.security import test_server_fuzz as fuzz
+from tests.security.fuzz_bodies import bodies, chat_like, raw_bodies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=5000)
+    args = parser.parse_args()
+    statuses: collections.Counter[int] = collections.Counter()
+    checked = fuzz.check
+
+    def counting(response: fuzz.httpx.Response, sent: object) -> None:
+        statuses[response.status_code] += 1
+        checked(response, sent)
+
+    fuzz.check = counting
+    run = settings(
+        max_examples=args.examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    started = time.perf_counter()
+    failed = False
+
+    def as_json(body: object) -> bytes:
+        return fuzz.json.dumps(body).encode()
+
+    for name, strategy in (
+        ("chat-like JSON", chat_like.map(as_json)),
+        ("arbitrary JSON", bodies.map(as_json)),
+        ("arbitrary bytes", raw_bodies),
+    ):
+        before = sum(statuses.values())
+
+        @run
+        @given(strategy)
+        def one(body: bytes) -> None:
+            counting(fuzz.post(body), body)
+
+        try:
+            one()
+        except Exception as exc:  # the shrunk failing example, as hypothesis reports it
+            print(f"{name}: FAILED: {exc}")
+            failed = True
+        print(f"{name}: {sum(statuses.values()) - before} requests")
+    seconds = time.perf_counter() - started
+    total = sum(statuses.values())
+    print(f"statuses: {dict(sorted(statuses.items()))}")
+    print(f"{total} requests in {seconds:.1f}s ({seconds / max(total, 1) * 1000:.2f} ms each)")
+    if failed or any(status >= 500 for status in statuses):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

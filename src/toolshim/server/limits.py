@@ -1,0 +1,95 @@
+"""The proxy's limits (sizes, counts, deadlines) and the log that reports a limit once per burst."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolshim.errors import InvalidRequestError
+
+__all__ = ["LimitLog", "Limits"]
+
+log = logging.getLogger("toolshim.server")
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every bound the proxy puts on its clients; each is a ``toolshim serve`` flag.
+
+    Sizes are bytes, times seconds; 0 (or None for ``max_connections``) switches a count
+    limit off, never a deadline.
+    """
+
+    max_body_bytes: int = 16 * MIB
+    """A request body above this gets a 413, as soon as its Content-Length or the bytes read
+    so far exceed it (the body is never held whole before the check)."""
+    max_header_bytes: int = 64 * 1024
+    """Request line and headers above this get a 431 and the connection is closed."""
+    header_timeout: float = 10.0
+    """Seconds from a connection's (or a keep-alive request's) first byte to its last header."""
+    body_timeout: float = 60.0
+    """Seconds from the last header to the end of the body."""
+    idle_timeout: float = 15.0
+    """Seconds a keep-alive connection may sit idle between requests."""
+    max_connections: int | None = 1000
+    """Open client connections. At the limit, the connection that has waited longest for its
+    headers (then the longest-idle keep-alive one) is closed to make room; when every
+    connection is busy with a request, the new one gets a 503."""
+    max_concurrent_requests: int = 256
+    """Requests served at once (health and metrics excepted); beyond it a 429 with
+    ``Retry-After``."""
+    max_tools: int = 256
+    """Tools in one request."""
+    max_messages: int = 4096
+    """Messages (or input items) in one request."""
+    drain_timeout: float = 30.0
+    """At shutdown, seconds in-flight requests get to finish; those still running are then
+    answered with a 503 (a stream gets an error event)."""
+
+    def check_payload(self, payload: Mapping[str, Any]) -> None:
+        """InvalidRequestError when a decoded request has more tools or messages than allowed."""
+        for field, limit, flag in (
+            ("tools", self.max_tools, "--max-tools"),
+            ("functions", self.max_tools, "--max-tools"),
+            ("messages", self.max_messages, "--max-messages"),
+            ("input", self.max_messages, "--max-messages"),
+        ):
+            items = payload.get(field)
+            if limit and isinstance(items, list) and len(items) > limit:
+                raise InvalidRequestError(
+                    f"the request has {len(items)} {field}; this proxy accepts at most {limit} "
+                    f"({flag})",
+                    param=field,
+                    code=f"too_many_{'tools' if flag == '--max-tools' else 'messages'}",
+                )
+
+
+class LimitLog:
+    """Reports limit hits: the first hit of each limit at WARNING, then at most one line per
+    ``window`` seconds saying how many more there were, so a flood of slow connections makes
+    a few log lines, not one per connection. ``on_hit`` (e.g. a metrics counter) sees every hit."""
+
+    def __init__(self, window: float = 10.0, on_hit: Callable[[str], None] | None = None) -> None:
+        self.window = window
+        self.on_hit = on_hit
+        self._since: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def hit(self, limit: str, detail: str) -> None:
+        """Count one hit of ``limit``; ``detail`` says what happened (logged when not muted)."""
+        if self.on_hit is not None:
+            self.on_hit(limit)
+        now = time.monotonic()
+        since = self._since.get(limit)
+        if since is not None and now - since < self.window:
+            self._suppressed[limit] = self._suppressed.get(limit, 0) + 1
+            return
+        more = self._suppressed.pop(limit, 0)
+        self._since[limit] = now
+        tail = f" ({more} more in the last {now - since:.0f}s)" if more and since else ""
+        log.warning("limit %s hit: %s%s", limit, detail, tail)

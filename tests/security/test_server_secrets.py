@@ -1,0 +1,127 @@
+"""Credentials never reach the proxy's logs: a caller's key in any form (``Token X``, a raw
+key, ``x-api-key``) is masked in every line written while serving its request."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import FakeUpstreamProcess, fake_upstream, free_port, start
+from tests.server.helpers import chat, proxy
+from toolshim.errors import UpstreamStatusError
+from toolshim.server import configure_logging
+from toolshim.testing import FakeUpstream
+
+__all__ = ["fake_upstream"]  # the fixture, imported for this module's tests
+
+RAW_KEY = "rawkey0123456789XYZ"
+
+
+class EchoesCredentials(FakeUpstream):
+    """An upstream whose 401 repeats the credentials it was sent (some servers do)."""
+
+    async def complete(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        raise UpstreamStatusError(f"invalid credentials {dict(headers or {})}", status=401)
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
+    stream = io.StringIO()
+    configure_logging("debug", stream=stream)
+    yield stream
+    for handler in list(root.handlers):
+        if handler not in saved[1]:
+            root.removeHandler(handler)
+    root.setLevel(saved[0])
+    logging.getLogger("toolshim").setLevel(saved[2])
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": f"Token {RAW_KEY}"},
+        {"Authorization": RAW_KEY},
+        {"Authorization": f"Basic {RAW_KEY}"},
+        {"x-api-key": RAW_KEY},
+    ],
+)
+async def test_a_callers_key_in_any_form_is_never_logged(
+    log_stream: io.StringIO, headers: dict[str, str]
+) -> None:
+    async with proxy(EchoesCredentials(["x"]), mode="off") as p:
+        response = await p.client.post(
+            "/v1/chat/completions", json=chat(tools=False), headers=headers
+        )
+    assert response.status_code == 401
+    output = log_stream.getvalue()
+    assert "upstream error → 401: invalid credentials" in output
+    assert RAW_KEY not in output
+
+
+PASSWORD = "s3cret-pass-4242"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("reachable", [True, False])
+def test_user_and_password_in_the_upstream_url_never_show(
+    tmp_path: Path, fake_upstream: FakeUpstreamProcess, reachable: bool
+) -> None:
+    """`--upstream http://user:pass@host/v1`: the banner, the startup warning, /healthz,
+    /metrics, error answers and the log show the URL without its user info."""
+    fake_upstream.script(replies=["hello"], repeat=True)
+    port = fake_upstream.base_url.rsplit(":", 1)[1].split("/")[0] if reachable else "9"
+    upstream = f"http://admin:{PASSWORD}@127.0.0.1:{port}/v1"
+    proxy_port = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "toolshim.cli.main",
+        "serve",
+        "--upstream",
+        upstream,
+        "--port",
+        str(proxy_port),
+        "--registry",
+        str(tmp_path / "capabilities.sqlite3"),
+        "--upstream-retries",
+        "0",
+    ]
+    process = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{proxy_port}/healthz")
+    base = f"http://127.0.0.1:{proxy_port}"
+    try:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            seen = [
+                client.get("/healthz").text,
+                client.post(
+                    "/v1/chat/completions",
+                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                ).text,
+                client.post(
+                    "/v1/chat/completions",
+                    json={
+                        "model": "m",
+                        "stream": True,
+                        "messages": [{"role": "user", "content": "hi"}],
+                    },
+                ).text,
+                client.get("/v1/models").text,
+                client.get("/metrics").text,
+            ]
+    finally:
+        process.stop()
+    output = process.output()
+    everything = "\n".join([*seen, output])
+    assert PASSWORD not in everything
+    assert f"127.0.0.1:{port}/v1" in output  # the banner still says where the upstream is
+    assert "127.0.0.1" in seen[0]  # and so does /healthz

@@ -229,3 +229,39 @@ def test_the_location_never_shows_a_password(backend_url: str) -> None:
             assert ":***@" in store.location
     finally:
         store.close()
+
+
+def test_a_store_of_a_newer_schema_is_left_alone(backend_url: str) -> None:
+    """A store a newer toolshim migrated further is refused (StoreError), never downgraded;
+    the registry keeps its facts in memory meanwhile."""
+    first = open_store(backend_url)
+    first.put(UP, "m", Fact("native_tools", "no", Source.USER, 1.0))
+    first.close()
+    if backend_url.startswith("sqlite:"):
+        import sqlite3
+
+        conn = sqlite3.connect(backend_url.removeprefix("sqlite://"))
+        conn.execute("PRAGMA user_version = 99")
+        conn.commit()
+        conn.close()
+    elif backend_url.startswith("postgresql:"):
+        import psycopg
+
+        with psycopg.connect(backend_url, autocommit=True) as conn:
+            conn.execute("UPDATE toolshim_schema SET version = 99")
+    else:
+        import redis
+
+        prefix = backend_url.rsplit("prefix=", 1)[1]
+        with redis.Redis.from_url(backend_url.split("?")[0]) as client:
+            client.set(f"{prefix}:schema", 99)
+
+    def read() -> None:
+        store = open_store(backend_url)  # SQLite refuses here; a server store on first use
+        try:
+            store.rows("m", [UP])
+        finally:
+            store.close()
+
+    with pytest.raises(StoreError, match="schema version 99, newer"):
+        read()

@@ -29,6 +29,7 @@ replaced by ``***`` (:func:`redact_url`), and every error message quotes that fo
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 import platformdirs
 
 from toolshim.capabilities.facts import Fact, Source, strongest
-from toolshim.errors import ConfigError
+from toolshim.errors import ConfigError, StoreError
 
 __all__ = [
     "DEFAULT_DOCUMENT_LIMIT",
@@ -49,6 +50,7 @@ __all__ = [
     "FactStore",
     "Watch",
     "default_store_path",
+    "document_json",
     "layers_by_name",
     "open_store",
     "redact_url",
@@ -272,3 +274,16 @@ def standing_entries(
                 by_name[name] = winner
         out.append((upstream, model, by_name))
     return out
+
+
+def document_json(key: str, document: Any) -> str:
+    """``document`` as compact JSON text; StoreError if it is not JSON or is too big."""
+    try:
+        body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"document {key!r} is not JSON: {exc}") from exc
+    if len(body.encode()) > MAX_DOCUMENT_BYTES:
+        raise StoreError(
+            f"document {key!r} is {len(body.encode())} bytes; the limit is {MAX_DOCUMENT_BYTES}"
+        )
+    return body

@@ -24,8 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from toolshim.capabilities.facts import Fact, Source, strongest
-from toolshim.capabilities.store import DEFAULT_DOCUMENT_LIMIT, Changed, redact_url
-from toolshim.capabilities.store_sqlite import _document_body
+from toolshim.capabilities.store import (
+    DEFAULT_DOCUMENT_LIMIT,
+    Changed,
+    document_json,
+    redact_url,
+)
 from toolshim.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
@@ -288,7 +292,7 @@ class PostgresStore:
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = _document_body(key, document)
+        body = document_json(key, document)
         now = time.time()
 
         def work(conn: psycopg.Connection[Any]) -> None:

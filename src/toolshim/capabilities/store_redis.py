@@ -29,8 +29,12 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from toolshim.capabilities.facts import Fact, Source, strongest
-from toolshim.capabilities.store import DEFAULT_DOCUMENT_LIMIT, Changed, redact_url
-from toolshim.capabilities.store_sqlite import _document_body
+from toolshim.capabilities.store import (
+    DEFAULT_DOCUMENT_LIMIT,
+    Changed,
+    document_json,
+    redact_url,
+)
 from toolshim.errors import ConfigError, StoreError
 
 __all__ = ["MIGRATIONS", "RedisStore", "RedisWatch"]
@@ -304,7 +308,7 @@ class RedisStore:
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = _document_body(key, document)
+        body = document_json(key, document)
         self._run(
             lambda c: self._put_doc(
                 keys=[self.key("doc", key), self.key("docs")],

@@ -30,10 +30,10 @@ from urllib.parse import quote
 from toolshim.capabilities.facts import Fact, Source, strongest
 from toolshim.capabilities.store import (
     DEFAULT_DOCUMENT_LIMIT,
-    MAX_DOCUMENT_BYTES,
     Changed,
     Watch,
     default_store_path,
+    document_json,
     layers_by_name,
     standing_entries,
 )
@@ -458,7 +458,7 @@ class SQLiteStore:
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = _document_body(key, document)
+        body = document_json(key, document)
         now = time.time()
         with self._transaction() as conn:
             conn.execute(
@@ -492,19 +492,6 @@ class SQLiteStore:
 
 CapabilityStore = SQLiteStore
 """The SQLite store under its first name (``toolshim.CapabilityStore``)."""
-
-
-def _document_body(key: str, document: Any) -> str:
-    """``document`` as JSON text; StoreError if it cannot be or is too big (shared by stores)."""
-    try:
-        body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"document {key!r} is not JSON: {exc}") from exc
-    if len(body.encode()) > MAX_DOCUMENT_BYTES:
-        raise StoreError(
-            f"document {key!r} is {len(body.encode())} bytes; the limit is {MAX_DOCUMENT_BYTES}"
-        )
-    return body
 
 
 def _code(exc: sqlite3.Error) -> int | None:

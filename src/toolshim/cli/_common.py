@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,10 +52,18 @@ def open_registry(where: str | Path | None, console: Console) -> Registry:
     or ``redis:`` URL; None: the default), with what the user should know about it printed.
     It is closed (pending writes flushed) when the command exits."""
     registry = Registry.open(where)
-    atexit.register(registry.close)
+    atexit.register(_close_at_exit, weakref.ref(registry))
     for notice in registry.notices:
         console.print(f"[yellow]warning:[/] {escape(notice)}", highlight=False)
     return registry
+
+
+def _close_at_exit(held: weakref.ref[Registry]) -> None:
+    """Write what a registry still owes its store (a weak reference: the exit hook does not
+    keep the registry of a command that has finished alive)."""
+    registry = held()
+    if registry is not None:
+        registry.close()
 
 
 def registry_key(upstream: str) -> str:

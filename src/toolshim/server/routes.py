@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from toolshim.wire import openai_chat, openai_responses
+from toolshim.wire import anthropic_messages, openai_chat, openai_responses
 from toolshim.wire.base import Codec
 
 __all__ = ["PROTOCOLS", "Kind", "ProtocolRoute", "codec_for_path"]
@@ -42,6 +42,8 @@ class ProtocolRoute:
 PROTOCOLS: tuple[ProtocolRoute, ...] = (
     ProtocolRoute("/v1/chat/completions", openai_chat.CODEC),
     ProtocolRoute("/v1/responses", openai_responses.CODEC),
+    ProtocolRoute("/v1/messages", anthropic_messages.CODEC),
+    ProtocolRoute("/v1/messages/count_tokens", anthropic_messages.CODEC, Kind.COUNT_TOKENS),
 )
 
 

@@ -1,0 +1,158 @@
+"""Claude Code itself (from npm, pinned), headless, through `toolshim serve`: a scripted model
+asks for a Bash command that writes a file; Claude Code runs it, sends the result back, and the
+run ends with the model's final text. Once on a model without native tools (emulated), once
+on one with them.
+
+Claude Code is installed into a cache folder on first use (``TOOLSHIM_TEST_CACHE``, default
+``~/.cache/toolshim-tests``); the test is skipped only where npm is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import free_port, start
+from toolshim.testing import FunctionUpstream, Reply, call
+from toolshim.testing.server import serve_fake
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE_CODE_VERSION = "2.1.332"
+FINAL = "FINAL: hello.txt is written."
+ASK = "Please write the file hello.txt with the Bash tool."
+
+
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    """The ``claude`` executable of the pinned Claude Code, installed once into the cache."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed (Claude Code comes from npm)")
+    cache = Path(os.environ.get("TOOLSHIM_TEST_CACHE") or Path.home() / ".cache" / "toolshim-tests")
+    folder = cache / f"claude-code-{CLAUDE_CODE_VERSION}"
+    executable = folder / "node_modules" / ".bin" / "claude"
+    if not executable.exists():
+        staging = cache / f"claude-code-{CLAUDE_CODE_VERSION}.{os.getpid()}.partial"
+        staging.mkdir(parents=True, exist_ok=True)
+        package = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), package],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, f"npm install {package} failed:\n{result.stderr[-3000:]}"
+        if not executable.exists():
+            staging.rename(folder)
+        else:  # (another run installed it meanwhile)
+            shutil.rmtree(staging)
+    return executable
+
+
+def _script(target: Path, *, native: bool) -> Any:
+    """The model: ask for the Bash command until the file exists, then say the final text."""
+    command = f"echo toolshim-was-here > {target}"
+
+    def reply(body: dict[str, Any]) -> Any:
+        if target.exists():
+            return FINAL
+        if ASK not in json.dumps(body["messages"]):
+            return "ok"  # (Claude Code's side requests: titles, quota checks)
+        arguments = {"command": command, "description": "Write hello.txt"}
+        if native:
+            assert any(t["function"]["name"] == "Bash" for t in body.get("tools", ()))
+            return Reply(None, [call("Bash", arguments)])
+        return json.dumps({"tool_calls": [{"name": "Bash", "arguments": arguments}]})
+
+    return reply
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["emulated", "native"])
+def test_claude_code_runs_a_bash_tool_through_toolshim(
+    claude: Path, tmp_path: Path, workdir: Path, native: bool
+) -> None:
+    target = workdir / "hello.txt"
+    upstream = FunctionUpstream(
+        _script(target, native=native), tools="native" if native else "reject"
+    )
+    with serve_fake(upstream) as fake:
+        port = free_port()
+        args = [
+            sys.executable,
+            "-m",
+            "toolshim.cli.main",
+            "serve",
+            "--upstream",
+            fake.base_url,
+            "--port",
+            str(port),
+            "--registry",
+            str(tmp_path / "capabilities.sqlite3"),
+        ]
+        proxy = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
+        try:
+            home = tmp_path / "home"
+            home.mkdir()
+            env = {
+                "PATH": os.environ["PATH"],
+                "HOME": str(home),
+                "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+                "ANTHROPIC_API_KEY": "sk-ant-toolshim-test",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            }
+            run = subprocess.run(
+                [
+                    str(claude),
+                    "-p",
+                    ASK,
+                    "--model",
+                    "fake-model",
+                    "--allowedTools",
+                    "Bash",
+                    "--output-format",
+                    "json",
+                ],
+                env=env,
+                cwd=workdir,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        finally:
+            proxy.stop()
+    log = proxy.output()
+    assert run.returncode == 0, f"{run.stdout}\n{run.stderr}\n{log}"
+    result = json.loads(run.stdout)
+    assert result["result"] == FINAL, result
+    assert result["is_error"] is False
+    assert target.read_text().strip() == "toolshim-was-here"
+    # The request after the call carried the tool's result (as a tool message natively; as
+    # the emulated history's user message otherwise), with the call's toolu_ id.
+    after = [b for b in upstream.history if "toolu_" in json.dumps(b["messages"])]
+    assert after, "no request carried the tool_use / tool_result pair"
+    last = after[-1]["messages"]
+    if native:
+        assert last[-1]["role"] == "tool" and last[-1]["tool_call_id"].startswith("toolu_call_")
+    else:
+        assert last[-1]["role"] == "user"
+        assert "Tool result for Bash (call id toolu_emulated_" in last[-1]["content"]
+        assert all("tools" not in b for b in upstream.history[1:])
+    assert f"emulated={str(not native).lower()}" in log

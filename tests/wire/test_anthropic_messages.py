@@ -1,0 +1,208 @@
+"""The Anthropic Messages codec without I/O: requests into core types, and core chunks into
+Anthropic's events in their exact order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolshim.errors import InvalidRequestError, ToolCallError
+from toolshim.types import Metadata, StreamChunk, ToolCallDelta, ToolChoice, Usage
+from toolshim.wire.anthropic_messages import CODEC, error_type, stop_reason
+from toolshim.wire.openai_chat import request_to_body
+
+TOOL = {"name": "f", "input_schema": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+
+
+def request(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        **extra,
+    }
+
+
+def events(raw: list[bytes]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for item in raw:
+        name, data = item.decode().rstrip("\n").split("\n")
+        assert name.startswith("event: ") and data.startswith("data: ")
+        payload = json.loads(data[len("data: ") :])
+        assert payload["type"] == name[len("event: ") :]
+        out.append((payload["type"], payload))
+    return out
+
+
+def test_a_request_with_every_kind_of_block() -> None:
+    decoded = CODEC.decode(
+        request(
+            system="sys",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "a"},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"},
+                        },
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hm", "signature": "s"},
+                        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"x": 1}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "2"}],
+                },
+            ],
+            tools=[TOOL, {"type": "bash_20250124", "name": "bash"}],
+            tool_choice={"type": "any", "disable_parallel_tool_use": True},
+            toolshim={"mode": "force"},
+        )
+    )
+    body = request_to_body(decoded.request)
+    assert body["messages"] == [
+        {"role": "system", "content": "sys"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "a"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "toolu_1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"x": 1}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "2", "tool_call_id": "toolu_1"},
+    ]
+    assert body["tools"] == [
+        {"type": "function", "function": {"name": "f", "parameters": TOOL["input_schema"]}}
+    ]
+    assert decoded.request.choice == ToolChoice.REQUIRED
+    assert decoded.request.parallel_tool_calls is False
+    assert dict(decoded.overrides) == {"mode": "force"}
+    assert decoded.warnings == (
+        "server tool 'bash' (bash_20250124) dropped: toolshim serves custom (function) tools only",
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"model": ""}, "model"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages.0"),
+        ({"messages": [{"role": "user", "content": [{"type": "video"}]}]}, "messages.0.content.0"),
+        ({"tools": [{"name": "f"}]}, "tools.0"),
+        ({"tools": [TOOL], "tool_choice": {"type": "tool", "name": "g"}}, "tool_choice.name"),
+        ({"tool_choice": {"type": "sometimes"}}, "tool_choice"),
+        ({"stop_sequences": "END"}, "stop_sequences"),
+    ],
+)
+def test_malformed_requests_name_the_field(extra: dict[str, Any], param: str) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        CODEC.decode(request(**extra))
+    assert caught.value.param == param
+
+
+def test_stream_events_come_in_anthropic_order() -> None:
+    decoded = CODEC.decode(request(tools=[TOOL], stream=True))
+    encoder = CODEC.stream_encoder(decoded.request)
+    raw = []
+    for chunk in [
+        StreamChunk(role="assistant"),
+        StreamChunk(content="Let me "),
+        StreamChunk(content="check."),
+        StreamChunk(tool_calls=(ToolCallDelta(0, id="emulated_1_0", name="f"),)),
+        StreamChunk(tool_calls=(ToolCallDelta(0, arguments='{"x": '),)),
+        StreamChunk(tool_calls=(ToolCallDelta(0, arguments="1}"),)),
+        StreamChunk(tool_calls=(ToolCallDelta(1, id="emulated_1_1", name="f", arguments="{}"),)),
+        StreamChunk(finish_reason="tool_calls"),
+        StreamChunk(usage=Usage(12, 5, 17), meta=Metadata("force", emulated=True)),
+    ]:
+        raw += encoder.feed(chunk)
+    raw += encoder.finish()
+    got = events(raw)
+    assert [name for name, _ in got] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert got[0][1]["message"]["id"].startswith("msg_")
+    assert got[1][1] == {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
+    assert got[5][1]["content_block"] == {
+        "type": "tool_use",
+        "id": "toolu_emulated_1_0",
+        "name": "f",
+        "input": {},
+    }
+    assert got[6][1]["delta"] == {"type": "input_json_delta", "partial_json": '{"x": '}
+    assert [e[1]["index"] for e in got[9:12]] == [2, 2, 2]
+    delta = got[12][1]
+    assert delta["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    assert delta["usage"] == {"input_tokens": 12, "output_tokens": 5}
+    assert delta["toolshim"]["emulated"] is True
+
+
+def test_a_broken_stream_ends_with_an_error_event() -> None:
+    encoder = CODEC.stream_encoder(CODEC.decode(request(stream=True)).request)
+    raw = encoder.feed(StreamChunk(content="Hel")) + encoder.fail(ToolCallError("gave up"), None)
+    got = events(raw)
+    assert [name for name, _ in got][-1] == "error"
+    assert got[-1][1]["error"] == {"type": "api_error", "message": "gave up"}
+
+
+def test_stop_reasons() -> None:
+    plain = CODEC.decode(request()).request
+    stopping = CODEC.decode(request(stop_sequences=["END"])).request
+    assert stop_reason("tool_calls", None, plain) == "tool_use"
+    assert stop_reason("length", None, plain) == "max_tokens"
+    assert stop_reason("stop", None, plain) == "end_turn"
+    assert stop_reason("stop", "END", stopping) == "stop_sequence"
+    assert stop_reason("stop", "OTHER", stopping) == "end_turn"
+
+
+def test_error_types_by_status() -> None:
+    assert [error_type(s) for s in (400, 401, 403, 404, 413, 429, 500, 502, 503, 504, 529)] == [
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "request_too_large",
+        "rate_limit_error",
+        "api_error",
+        "api_error",
+        "overloaded_error",
+        "api_error",
+        "overloaded_error",
+    ]

@@ -385,6 +385,23 @@ async def test_retries_exhausted_is_an_error_with_the_metadata() -> None:
     assert body["error"]["type"] == "api_error"  # type: ignore[index]
     assert body["toolshim"]["reasks"] == 2  # type: ignore[index]
     assert caught.value.response.headers["x-toolshim-emulated"] == "true"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+
+
+async def test_sdk_retries_are_not_spent_on_exhausted_reasks() -> None:
+    bad = '{"tool_calls": [{"name": "nope", "arguments": {}}]}'
+    upstream = FakeUpstream([bad] * 9, tools="ignore")
+    async with live(upstream, mode="force") as proxy:
+        client = proxy.client.with_options(max_retries=2)
+        with pytest.raises(anthropic.InternalServerError):
+            await client.messages.create(
+                model="fake-model",
+                max_tokens=10,
+                messages=ASK,
+                tools=[WEATHER],
+                tool_choice={"type": "any"},
+            )
+    assert upstream.calls == 3  # one turn: the call and two re-asks, not three turns
 
 
 async def test_a_stream_that_breaks_after_it_began_ends_with_an_error_event() -> None:

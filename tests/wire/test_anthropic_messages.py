@@ -7,8 +7,10 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from toolshim.errors import InvalidRequestError, ToolCallError
+from toolshim.errors import ConfigError, InvalidRequestError, ToolCallError
 from toolshim.types import Metadata, StreamChunk, ToolCallDelta, ToolChoice, Usage
 from toolshim.wire.anthropic_messages import CODEC, error_type, stop_reason
 from toolshim.wire.openai_chat import request_to_body
@@ -206,3 +208,69 @@ def test_error_types_by_status() -> None:
         "api_error",
         "overloaded_error",
     ]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+FIELDS = [
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "max_tokens",
+    "stop_sequences",
+    "stream",
+    "top_k",
+    "toolshim",
+]
+BLOCKS = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["text", "image", "tool_use", "tool_result", "thinking", "document", "x"]
+        )
+    },
+    optional={
+        "text": json_values,
+        "id": json_values,
+        "name": json_values,
+        "input": json_values,
+        "content": json_values,
+        "tool_use_id": json_values,
+        "source": json_values,
+        "is_error": json_values,
+    },
+)
+MESSAGES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "system", "tool"]),
+            "content": st.text(max_size=5) | st.lists(BLOCKS, max_size=3) | json_values,
+        }
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
+    MESSAGES,
+    st.booleans(),
+)
+def test_any_json_is_decoded_or_rejected_as_a_bad_request(
+    payload: dict[str, Any], messages: Any, valid_model: bool
+) -> None:
+    payload = {**payload, "messages": messages or payload.get("messages")}
+    if valid_model:
+        payload["model"] = "m"
+    try:
+        decoded = CODEC.decode(payload)
+    except (InvalidRequestError, ConfigError):
+        return
+    request_to_body(decoded.request)

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from toolshim.engine import Answer, Engine
-from toolshim.errors import ToolshimError
+from toolshim.errors import ToolCallError, ToolshimError
 from toolshim.server.asgi import (
     EMULATED_HEADER,
     DisconnectGuard,
@@ -222,6 +222,8 @@ class ProtocolEndpoint:
         log_failure(exc, status)
         retry_after = getattr(exc, "retry_after", None)
         headers = [(b"retry-after", retry_after.encode("latin-1"))] if retry_after else []
+        if isinstance(exc, ToolCallError):  # toolshim's own re-asks are spent: SDKs must not
+            headers.append((b"x-should-retry", b"false"))  # retry (3 tries x 3 calls each)
         meta = error_meta(exc)  # set once the engine had started serving the turn
         if meta is not None:
             headers.append((EMULATED_HEADER, emulated_value(meta)))

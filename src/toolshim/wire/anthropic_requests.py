@@ -15,7 +15,12 @@ from toolshim.wire.openai_chat import split_overrides
 
 __all__ = ["decode_request", "server_tool_warning"]
 
-_PASSED = ("max_tokens", "temperature", "top_p", "top_k")
+_PASSED: dict[str, type | tuple[type, ...]] = {
+    "max_tokens": int,
+    "temperature": (int, float),
+    "top_p": (int, float),
+    "top_k": int,
+}
 
 
 def server_tool_warning(name: str, kind: str) -> str:
@@ -192,7 +197,9 @@ def _tool_choice(raw: Any, tools: Sequence[ToolSpec]) -> tuple[ToolChoice | None
     """The choice and ``parallel_tool_calls`` (False with ``disable_parallel_tool_use``)."""
     if raw is None:
         return None, None
-    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if not isinstance(raw, Mapping):
+        raw = {}
+    kind = raw.get("type")
     parallel = False if raw.get("disable_parallel_tool_use") else None
     match kind:
         case "auto":
@@ -229,7 +236,14 @@ def decode_request(payload: dict[str, Any]) -> Decoded:
     tools, warnings = _tools(payload.get("tools"))
     choice, parallel = _tool_choice(payload.get("tool_choice"), tools)
     stream = payload.get("stream") is True
-    params: dict[str, Any] = {k: payload[k] for k in _PASSED if payload.get(k) is not None}
+    params: dict[str, Any] = {}
+    for key, kinds in _PASSED.items():
+        value = payload.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise _bad(f"{key} must be a number, not {type(value).__name__}", key)
+        params[key] = value
     stops = payload.get("stop_sequences")
     if stops:
         if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):

@@ -103,7 +103,8 @@ def proxy(
     urls: dict[str, str], path_name: str, count: int, rounds: int
 ) -> dict[str, tuple[float, float]]:
     """Per backend: (requests per second, CPU µs per request) of the app in auto mode. The
-    backends take turns round by round, so that a change in the machine's load hits all."""
+    backends take turns round by round, each round starting with the next one, so that a
+    change in the machine's load hits all alike."""
     path = next(p for p in bpc.PATHS if p.name == path_name)
     registries, drivers = {}, {}
     for name, url in urls.items():
@@ -123,8 +124,10 @@ def proxy(
     try:
         for driver in drivers.values():
             loop.run_until_complete(run(driver, max(50, count // 10)))
-        for _ in range(rounds):
-            for name, driver in drivers.items():
+        order = list(drivers)
+        for turn in range(rounds):
+            for name in order[turn % len(order) :] + order[: turn % len(order)]:
+                driver = drivers[name]
                 before = resource.getrusage(resource.RUSAGE_SELF)
                 started = time.perf_counter()
                 loop.run_until_complete(run(driver, count))
@@ -147,7 +150,7 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=50_000, help="cached lookups per round")
     parser.add_argument("--requests", type=int, default=1500, help="proxy requests per round")
     parser.add_argument("--samples", type=int, default=30, help="propagation samples")
-    parser.add_argument("--rounds", type=int, default=5, help="proxy rounds per backend")
+    parser.add_argument("--rounds", type=int, default=9, help="proxy rounds per backend")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-registry-"))

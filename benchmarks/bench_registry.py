@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -199,6 +200,7 @@ def main() -> None:
     finally:
         for server in servers:
             server.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -173,3 +173,32 @@ async def test_extra_arguments_pass_where_the_schema_allows_them() -> None:
 )
 def test_placeholders(value: Any, expected: bool) -> None:
     assert is_placeholder(value, "city") is expected
+
+
+async def test_a_tool_that_declares_no_parameters_takes_what_it_is_given() -> None:
+    bare = {"type": "function", "function": {"name": "get_weather"}}
+    reply = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
+    upstream = FakeUpstream([reply])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    completion = await engine.acomplete({"model": "m", "messages": [USER], "tools": [bare]})
+    assert [c.arguments for c in completion.tool_calls] == ['{"city": "Paris"}']
+    assert upstream.calls == 1
+
+
+async def test_a_request_after_results_stops_where_an_answered_call_is_written_again() -> None:
+    upstream = FakeUpstream(["It is 18°C in Paris."])
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    await engine.acomplete(body(USER, CALLED, RESULT))
+    assert upstream.history[0]["stop"] == [
+        "<tool_response>",
+        '}\n{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    ]
+
+
+async def test_a_reply_cut_by_the_repeat_stop_keeps_its_call() -> None:
+    cut = '{"name": "get_weather", "arguments": {"city": "Paris"}'  # the stop took the last brace
+    upstream = FakeUpstream([cut, cut, "It is 18°C and sunny in Paris."])
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    completion = await engine.acomplete(body(USER, CALLED, RESULT))
+    assert completion.text == "It is 18°C and sunny in Paris."
+    assert upstream.calls == 3  # the repeat, its re-ask, the answer from the results

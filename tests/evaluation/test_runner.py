@@ -173,3 +173,20 @@ async def test_skip_resumes_where_a_run_stopped() -> None:
     ]
     assert seen == records
     assert upstream.calls == 3
+
+
+async def test_a_parallel_run_gives_the_serial_run_in_content_and_order() -> None:
+    cases = load_cases(["simple", "irrelevance"], limit=3)
+    configs = [NATIVE, PROMPT, FORCE_JSON]
+
+    def run_with(parallel: int) -> Any:
+        upstream = FunctionUpstream(OracleModel(cases))
+        return EvalRunner(upstream, "m", configs).run(cases, parallel=parallel)
+
+    serial = await run_with(1)
+    parallel = await run_with(4)
+    strip = ("latency_s",)
+    assert [{k: v for k, v in r.to_dict().items() if k not in strip} for r in parallel] == [
+        {k: v for k, v in r.to_dict().items() if k not in strip} for r in serial
+    ]
+    assert [r.llm_calls for r in parallel] == [1] * len(parallel)

@@ -92,6 +92,7 @@ async def _evaluate(
     resume: bool,
     meta_extra: dict[str, Any],
     served_facts: Callable[[Registry], object] | None = None,
+    parallel: int = 1,
 ) -> list[CaseRecord]:
     # The embedded model's facts live under its stable key (its port changes every run).
     upstream = OpenAIUpstream(base_url, api_key=api_key, key=meta_extra.get("upstream_key"))
@@ -124,6 +125,7 @@ async def _evaluate(
             "temperature": temperature,
             "max_tokens": max_tokens,
             "max_reasks": max_reasks,
+            "parallel": parallel,
             "bfcl_eval": load_bfcl().version,
             "started": previous.get("started")
             or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -135,7 +137,7 @@ async def _evaluate(
             f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
             f"{total} runs to do" + (f" ({len(done)} already in {output})" if done else "")
         )
-        last_write = time.monotonic()
+        last_write = run_started = time.monotonic()
         with Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -168,9 +170,10 @@ async def _evaluate(
                     last_write = time.monotonic()
 
             try:
-                await runner.run(cases, skip=done, on_record=on_record)
+                await runner.run(cases, skip=done, on_record=on_record, parallel=parallel)
             finally:
                 meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                meta["wall_s"] = round(time.monotonic() - run_started, 1)
                 write_report(output, meta, records)
         return records
     finally:
@@ -416,6 +419,7 @@ def register(app: typer.Typer) -> None:
                         resume=resume,
                         meta_extra=described,
                         served_facts=served_facts,
+                        parallel=parallel,
                     )
                 )
         except ToolshimError as exc:

@@ -1,7 +1,10 @@
 """Emulated calls that must not be returned as they are: repeats, placeholders, made-up parameters.
 
 * A reply that writes the same call several times (a small model looping on its own output
-  until ``max_tokens``) is read as that call once; the cut tail of the loop is not a call.
+  until ``max_tokens``) is read as that call once; the cut tail of the loop is not a call. To
+  spare the upstream that loop, a request made once results are in stops where the reply
+  writes an answered call again on the line after a call (:func:`repeat_stops`): Qwen2.5-
+  Coder-0.5B otherwise writes ``{"name": "get_weather", …}`` sixty times, minutes on a CPU.
 * A call whose result the conversation already holds is re-asked once, with that result
   quoted ("you already have this result …: answer the user or call something else"). If the
   model writes it again under ``tool_choice: "auto"``, the answer is asked for without tools,
@@ -28,13 +31,17 @@ from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec
 
 __all__ = [
+    "REPEAT_STOPS",
     "drop_repeats_in_reply",
     "extra_argument_problems",
     "is_placeholder",
     "placeholder_problems",
     "repeat_problems",
+    "repeat_stops",
 ]
 
+REPEAT_STOPS = 2
+"""Answered calls (the latest ones) whose second writing ends a reply."""
 _RESULT_QUOTE = 1500
 """Characters of an earlier result quoted in the re-ask (the rest is elided)."""
 
@@ -173,8 +180,8 @@ def extra_argument_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpe
             continue
         declared = tool.parameters.get("properties")
         others = tool.parameters.get("additionalProperties")
-        if not isinstance(declared, Mapping) or others not in (None, False):
-            continue
+        if not isinstance(declared, Mapping) or not declared or others not in (None, False):
+            continue  # a tool that declares no parameter says nothing about which it takes
         if tool.parameters.get("patternProperties"):
             continue
         extra = [key for key in call.arguments if key not in declared]
@@ -185,3 +192,18 @@ def extra_argument_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpe
                 f"parameters are {known}. Pass only those, with values from the conversation"
             )
     return problems
+
+
+def repeat_stops(turn: Turn) -> tuple[str, ...]:
+    """Stop sequences that end a reply where, right after a call, it writes an answered call
+    again as a JSON line (``}\\n{"name": …, "arguments": …}``: the shape small models loop
+    in), for the latest :data:`REPEAT_STOPS` answered calls. The reply keeps its first call
+    (less the closing brace the stop sequence begins with, which the tolerant parser restores)."""
+    stops: list[str] = []
+    for name, arguments in list(turn.answered_results)[-REPEAT_STOPS:][::-1]:
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            continue
+        stops.append("}\n" + json.dumps({"name": name, "arguments": value}, ensure_ascii=False))
+    return tuple(stops)

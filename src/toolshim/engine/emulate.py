@@ -22,6 +22,7 @@ from toolshim.engine.call_checks import (
     extra_argument_problems,
     placeholder_problems,
     repeat_problems,
+    repeat_stops,
 )
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.nocalls import answer_without_calls
@@ -66,8 +67,10 @@ def emulation_body(
             params.pop(key, None)
     if turn.default_max_tokens is not None and not any(k in params for k in _LENGTH_KEYS):
         params["max_tokens"] = turn.default_max_tokens
-    if text is not None and turn.dialect.stop_sequences:
-        params["stop"] = stop_sequences(params.get("stop"), turn.dialect.stop_sequences)
+    if text is not None:
+        ends = (*turn.dialect.stop_sequences, *repeat_stops(turn))
+        if ends:
+            params["stop"] = stop_sequences(params.get("stop"), ends)
     if text is not None:
         # The caller's response_format is for the answer, not for the tool decision: held to
         # it, the model could not write a call. It applies to the answer asked for afterwards.

@@ -245,7 +245,15 @@ class AgentRunner:
         come back in task order whatever order they finished in."""
         done = set(skip)
         jobs = [(t, c) for t in tasks for c in self.configs if (t.id, c.label) not in done]
-        gate = asyncio.Semaphore(max(1, parallel))
+        if parallel <= 1:  # one at a time, in order (Ctrl-C stops between two runs)
+            records: list[AgentRecord] = []
+            for task, config in jobs:
+                record = await self.run_task(task, config)
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+            return records
+        gate = asyncio.Semaphore(parallel)
 
         async def one(task: AgentTask, config: EvalConfig) -> AgentRecord:
             async with gate:

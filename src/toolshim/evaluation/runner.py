@@ -22,6 +22,7 @@ configuration on the same cases.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -258,8 +259,8 @@ class EvalRunner:
 
     async def run_case(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
         """One case under one configuration; a failed request becomes a failed record."""
-        before = self.upstream.requests
         started = time.perf_counter()
+        llm_calls = 0
         message: dict[str, Any] = {}
         warnings: list[str] = []
         usage: Mapping[str, Any] = {}
@@ -276,6 +277,7 @@ class EvalRunner:
                 )
                 message = _message_dict(completion)
                 warnings = list(completion.meta.warnings) if completion.meta else []
+                llm_calls = completion.meta.llm_calls if completion.meta else 1
                 if completion.usage is not None:
                     usage = {
                         "prompt_tokens": completion.usage.prompt_tokens,
@@ -288,14 +290,16 @@ class EvalRunner:
                     body["tools"] = case.tools()
                 else:
                     body["messages"] = case.prompt_messages()
+                llm_calls = 1
                 reply = await self.upstream.complete(body)
                 choices = reply.get("choices") or [{}]
                 message = dict(choices[0].get("message") or {})
                 usage = reply.get("usage") or {}
         except ToolshimError as exc:
             failure = exc
+            if exc.meta is not None:
+                llm_calls = exc.meta.llm_calls
         latency = time.perf_counter() - started
-        llm_calls = self.upstream.requests - before
         if failure is not None:
             return CaseRecord(
                 case_id=case.id,
@@ -337,20 +341,37 @@ class EvalRunner:
         *,
         skip: Iterable[tuple[str, str]] = (),
         on_record: Callable[[CaseRecord], None] | None = None,
+        parallel: int = 1,
     ) -> list[CaseRecord]:
         """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
-        already done), calling ``on_record`` after each; returns the new records."""
+        already done), ``parallel`` runs at a time, calling ``on_record`` after each; returns
+        the new records in the serial order (cases round-robin across categories, each under
+        every configuration), whatever order they finished in."""
         done = set(skip)
-        records: list[CaseRecord] = []
-        for case in interleave(cases):
-            for config in self.configs:
-                if (case.id, config.label) in done:
-                    continue
+        jobs = [
+            (case, config)
+            for case in interleave(cases)
+            for config in self.configs
+            if (case.id, config.label) not in done
+        ]
+        if parallel <= 1:  # one at a time, in order (Ctrl-C stops between two runs)
+            records: list[CaseRecord] = []
+            for case, config in jobs:
                 record = await self.run_case(case, config)
                 records.append(record)
                 if on_record is not None:
                     on_record(record)
-        return records
+            return records
+        gate = asyncio.Semaphore(parallel)
+
+        async def one(case: BfclCase, config: EvalConfig) -> CaseRecord:
+            async with gate:
+                record = await self.run_case(case, config)
+            if on_record is not None:
+                on_record(record)
+            return record
+
+        return list(await asyncio.gather(*(one(c, k) for c, k in jobs)))
 
     def pending(self, cases: Sequence[BfclCase], skip: Iterable[tuple[str, str]] = ()) -> int:
         """How many (case, configuration) runs :meth:`run` would do."""

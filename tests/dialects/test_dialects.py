@@ -268,6 +268,8 @@ async def test_history_round_trips_through_the_engine(dialect: str) -> None:
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "3 degrees"},
+        {"role": "assistant", "content": "It is 3 degrees in Oslo."},
+        {"role": "user", "content": "And in Paris?"},
     ]
     completion = await engine.acomplete(request)
     assert completion.message.text == "It is 3 degrees in Oslo."
@@ -276,11 +278,13 @@ async def test_history_round_trips_through_the_engine(dialect: str) -> None:
     assistant = next(m for m in sent if m["role"] == "assistant")
     parsed = d.parse(assistant["content"], TOOLS)
     assert [(c.name, c.arguments) for c in parsed.calls] == [("get_weather", {"city": "Oslo"})]
-    assert d.render_result("get_weather", "call_1", "3 degrees") in sent[-1]["content"]
+    # An earlier turn's result stays in the dialect's own shape (only the results that end
+    # the conversation are folded into the question: see the next test).
+    assert any(d.render_result("get_weather", "call_1", "3 degrees") in m["content"] for m in sent)
 
 
 @pytest.mark.parametrize("dialect", available_dialects())
-async def test_parallel_results_carry_their_tool_name_and_call_id(dialect: str) -> None:
+async def test_parallel_results_are_told_apart_by_the_call_they_answer(dialect: str) -> None:
     upstream = FakeUpstream(["Sunny, and it is 14:05."])
     engine = Engine(upstream, mode="force", dialect=dialect, registry=":memory:")
     request = _request()
@@ -300,9 +304,8 @@ async def test_parallel_results_carry_their_tool_name_and_call_id(dialect: str) 
     ]
     await engine.acomplete(request)
     sent = upstream.history[0]["messages"][-1]["content"]
-    d = get_dialect(dialect)
-    time = d.render_result("run_code", "c2", "14:05")
-    weather = d.render_result("get_weather", "c1", "18 degrees")
+    # Results that end the conversation are folded into the question's turn, each under the
+    # call it answers (name and arguments), in the order they came.
+    time = 'You called run_code(code="now()"); it returned:\n14:05'
+    weather = 'You called get_weather(city="Paris"); it returned:\n18 degrees'
     assert sent.index(time) < sent.index(weather)
-    assert "run_code" in time and "c2" in time
-    assert "get_weather" in weather and "c1" in weather

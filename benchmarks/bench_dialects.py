@@ -149,7 +149,8 @@ def rebuild_tiktoken_file(ranks_js: Path) -> bytes:
 
 
 def load_corpus() -> list[dict[str, Any]]:
-    return [json.loads(p.read_text("utf-8")) for p in sorted(CORPUS.glob("*.json"))]
+    folder = Path(os.environ.get("TOOLSHIM_BENCH_CORPUS") or CORPUS)
+    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("*.json"))]
 
 
 def tools_of(fixture: dict[str, Any]) -> list[ToolSpec]:
@@ -404,8 +405,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="measure another checkout's src/ and this one side by side (see the docstring)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="alternate runs of --compare (3)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="read the fixtures from this folder instead of tests/fixtures/corpus",
+    )
     parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.corpus is not None:
+        os.environ["TOOLSHIM_BENCH_CORPUS"] = str(args.corpus.resolve())  # subprocesses too
     if args.emit_json:
         print(json.dumps(measurements(args.rounds, args.max_seconds)))
         return 0

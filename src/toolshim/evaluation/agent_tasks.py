@@ -328,9 +328,13 @@ _BASE: list[tuple[str, Kind, str, tuple[str, ...], tuple[str, ...], tuple[str, .
 
 
 def _expand() -> tuple[AgentTask, ...]:
+    """Every base task with text and with JSON results, ordered so that any first few of a
+    kind are different questions with both styles: b0-text, b1-json, b2-text, …, then
+    b0-json, b1-text, … (a ``--limit`` run samples the kind evenly)."""
     tasks: list[AgentTask] = []
-    for id_, kind, question, tools, expect, needs in _BASE:
-        for style in ("text", "json"):
+    for flip in (0, 1):
+        for index, (id_, kind, question, tools, expect, needs) in enumerate(_BASE):
+            style: Style = ("text", "json")[(index + flip) % 2]
             tasks.append(AgentTask(f"{id_}-{style}", kind, question, tools, expect, style, needs))
     return tuple(tasks)
 

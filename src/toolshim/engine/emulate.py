@@ -136,7 +136,7 @@ def check(
 
 def judge(turn: Turn, text: str, finish: str | None = None) -> tuple[ParsedReply, Verdict]:
     """Parse a reply and check it against the tools and the tool_choice."""
-    parsed = turn.dialect.parse(text, turn.request.function_tools)
+    parsed = turn.dialect.parse(text, turn.request.function_tools, markup=turn.markup)
     return parsed, check(turn, parsed.calls, finish)
 
 

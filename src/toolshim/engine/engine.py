@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from toolshim.capabilities.facts import Source, Support
+from toolshim.capabilities.profiles import shipped_profiles
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
@@ -255,6 +256,7 @@ class Engine:
             headers=headers,
             constrained=constrain,
             default_max_tokens=options.default_max_tokens,
+            markup=_family_markup(chat.model),
         )
         for note in schema_notes:
             turn.warn(note)
@@ -408,6 +410,13 @@ class Engine:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def _family_markup(model: str) -> str | None:
+    """The call markup the model's family writes (shipped profiles), read first when a reply
+    could be read two ways."""
+    fact = shipped_profiles().match(model).markup
+    return str(fact.value) if fact is not None else None
 
 
 def strip_body(turn: Turn, *, stream: bool = False) -> dict[str, Any]:

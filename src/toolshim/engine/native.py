@@ -81,7 +81,7 @@ def _text_calls(turn: Turn, completion: Completion) -> tuple[ParsedReply, Verdic
     message = completion.message
     if message.tool_calls or not message.text.strip():
         return None
-    parsed = turn.dialect.parse(message.text, request.function_tools)
+    parsed = turn.dialect.parse(message.text, request.function_tools, markup=turn.markup)
     if not parsed.calls:
         return None
     return parsed, check(turn, parsed.calls, completion.finish_reason, native=True)

@@ -81,7 +81,7 @@ def leak(turn: Turn, text: str) -> ParsedReply | None:
     tools = turn.request.function_tools
     if not tools or not text.strip():
         return None
-    parsed = turn.dialect.parse(text, tools)
+    parsed = turn.dialect.parse(text, tools, markup=turn.markup)
     return parsed if parsed.declined or offers_called_tool(turn, parsed.calls) else None
 
 
@@ -124,7 +124,7 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
     tools = turn.request.function_tools
     extra: list[Message] = []
     while True:
-        parser = turn.dialect.parser(tools)
+        parser = turn.dialect.parser(tools, markup=turn.markup)
         gate = TextGate()
         calls: list[ParsedCall] = []
         declined = False

@@ -51,7 +51,7 @@ async def relay(
 ) -> AsyncIterator[StreamChunk]:
     """Relay a native stream with tools (see the module docstring); ``rescue_text`` runs the
     first choice's text through the parser."""
-    parser = ReplyParser(turn.request.function_tools)
+    parser = ReplyParser(turn.request.function_tools, markup=turn.markup)
     gate = TextGate()
     calls: list[ParsedCall] = []
     native: list[dict[str, Any]] = []

@@ -205,7 +205,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     extra: list[Message] = []
     streamed = ""  # prose already sent in earlier attempts
     while True:
-        parser = turn.dialect.parser(request.function_tools)
+        parser = turn.dialect.parser(request.function_tools, markup=turn.markup)
         gate = TextGate(hold=formatted or forced or turn.reasks > 0)
         calls: list[ParsedCall] = []
         declined = False

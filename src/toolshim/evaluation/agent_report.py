@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from rich.table import Table
 from toolshim.errors import ConfigError
 from toolshim.evaluation.agent_runner import FAILURE_KINDS, AgentRecord
 from toolshim.evaluation.agent_tasks import KINDS
+from toolshim.evaluation.report import write_json
 
 __all__ = [
     "AGENT_REPORT_FORMAT",
@@ -98,16 +97,7 @@ def write_agent_report(path: Path, meta: Mapping[str, Any], records: Sequence[Ag
         "summary": [asdict(s) for s in summarize_agent(records)],
         "tasks": [r.to_dict() for r in records],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=1, ensure_ascii=False)
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json(path, report)
 
 
 def load_agent_report(path: Path) -> tuple[dict[str, Any], list[AgentRecord]]:

@@ -22,12 +22,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from toolshim.capabilities.registry import Registry
-from toolshim.engine import Engine
 from toolshim.engine.turn import call_key
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.agent_tasks import AgentTask
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
-from toolshim.evaluation.runner import CountingUpstream, EvalConfig
+from toolshim.evaluation.runner import CountingUpstream, EvalConfig, engines_for
 from toolshim.upstreams.base import Upstream
 
 __all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
@@ -110,28 +109,7 @@ class AgentRunner:
         self.temperature = temperature
         self.max_turns = max_turns
         self.budget = budget
-        self.engines: dict[EvalConfig, Engine] = {}
-        for c in self.configs:
-            if c.kind != "toolshim":
-                continue
-            registry = Registry.open(":memory:")
-            if c.served:
-                if served_facts is None:
-                    raise ConfigError(
-                        f"configuration {c.label!r} needs the upstream's own facts, which only "
-                        "the embedded model provides (run without --upstream)",
-                        param="config",
-                    )
-                served_facts(registry)
-            self.engines[c] = Engine(
-                self.upstream,
-                mode=c.mode or "auto",
-                dialect=c.dialect,
-                strategy=c.strategy or "single",
-                max_reasks=max_reasks,
-                registry=registry,
-                constrain=True if c.constrain else None,
-            )
+        self.engines = engines_for(self.configs, self.upstream, max_reasks, served_facts)
 
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""

@@ -170,18 +170,23 @@ def write_report(
         "summary": [asdict(s) for s in summarize(records)],
         "cases": [r.to_dict() for r in records],
     }
+    write_json(path, report)
+    return report
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON, atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=1, ensure_ascii=False)
+            json.dump(data, out, indent=1, ensure_ascii=False)
             out.write("\n")
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a report is not secret
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return report
 
 
 def _umask() -> int:

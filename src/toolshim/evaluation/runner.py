@@ -45,6 +45,7 @@ __all__ = [
     "CountingUpstream",
     "EvalConfig",
     "EvalRunner",
+    "engines_for",
     "interleave",
 ]
 
@@ -189,6 +190,40 @@ class CountingUpstream:
         """Does nothing: the runner's owner closes the real upstream once, after every config."""
 
 
+def engines_for(
+    configs: Iterable[EvalConfig],
+    upstream: Upstream,
+    max_reasks: int,
+    served_facts: Callable[[Registry], object] | None,
+) -> dict[EvalConfig, Engine]:
+    """One engine per toolshim configuration, each with its own in-memory registry (seeded
+    with the upstream's own facts for ``+served``), so that no configuration learns from
+    another and the user's store is left alone."""
+    engines: dict[EvalConfig, Engine] = {}
+    for c in configs:
+        if c.kind != "toolshim":
+            continue
+        registry = Registry.open(":memory:")
+        if c.served:
+            if served_facts is None:
+                raise ConfigError(
+                    f"configuration {c.label!r} needs the upstream's own facts, which only "
+                    "the embedded model provides (run without --upstream)",
+                    param="config",
+                )
+            served_facts(registry)
+        engines[c] = Engine(
+            upstream,
+            mode=c.mode or "auto",
+            dialect=c.dialect,
+            strategy=c.strategy or "single",
+            max_reasks=max_reasks,
+            registry=registry,
+            constrain=True if c.constrain else None,
+        )
+    return engines
+
+
 def interleave(cases: Sequence[BfclCase]) -> list[BfclCase]:
     """Cases round-robin across categories: a run cut short covers every category alike."""
     by_category: dict[str, list[BfclCase]] = {}
@@ -228,28 +263,7 @@ class EvalRunner:
             raise ConfigError("no configuration to evaluate", param="config")
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.engines: dict[EvalConfig, Engine] = {}
-        for c in self.configs:
-            if c.kind != "toolshim":
-                continue
-            registry = Registry.open(":memory:")
-            if c.served:
-                if served_facts is None:
-                    raise ConfigError(
-                        f"configuration {c.label!r} needs the upstream's own facts, which only "
-                        "the embedded model provides (run without --upstream)",
-                        param="config",
-                    )
-                served_facts(registry)
-            self.engines[c] = Engine(
-                self.upstream,
-                mode=c.mode or "auto",
-                dialect=c.dialect,
-                strategy=c.strategy or "single",
-                max_reasks=max_reasks,
-                registry=registry,
-                constrain=True if c.constrain else None,
-            )
+        self.engines = engines_for(self.configs, self.upstream, max_reasks, served_facts)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature}

@@ -65,14 +65,14 @@ def get_weather(city: str, unit: Literal["c", "f"] = "c") -> str:
 
 
 def test_the_readme_agent_snippet_reaches_the_answer(served: str) -> None:
-    agent = Agent(tools=[get_weather], upstream=served, max_turns=5)
+    agent = Agent(tools=[get_weather], upstream=served, max_turns=5, params={"temperature": 0})
     try:
         result = agent.run("Weather in Paris?")
     finally:
         agent.close()
     assert result.completed, result
     assert "21" in result.output and "sunny" in result.output.lower()
-    assert [r.name for r in result.tool_runs] == ["get_weather"]
+    assert result.tool_runs and {r.name for r in result.tool_runs} == {"get_weather"}
 
 
 WEATHER_TOOL = {

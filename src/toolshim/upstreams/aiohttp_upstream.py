@@ -140,7 +140,15 @@ class AiohttpUpstream:
         async def attempt() -> aiohttp.ClientResponse:
             try:
                 async with self.deadlines.bound(deadline, self.shown_url):
-                    response = await self._client().request(method, url, **options)
+                    try:
+                        response = await self._client().request(method, url, **options)
+                    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                        if not _stale_connection(exc):
+                            raise
+                        # A kept-alive connection the server had closed (llama-server closes
+                        # it after a stream without saying so): nothing was read, so the
+                        # request is sent again at once, on a new connection.
+                        response = await self._client().request(method, url, **options)
                     if response.status < 400:
                         return response
                     try:
@@ -270,6 +278,13 @@ class AiohttpUpstream:
         return UpstreamConnectionError(
             f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
         )
+
+
+def _stale_connection(exc: aiohttp.ClientError) -> bool:
+    """True for the errors of a request written to a pooled connection the server closed."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return True
+    return isinstance(exc, aiohttp.ClientOSError) and "Can not write request body" in str(exc)
 
 
 def _dumps(body: Mapping[str, Any]) -> bytes:

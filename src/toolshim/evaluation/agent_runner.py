@@ -26,7 +26,7 @@ from toolshim.engine.turn import call_key
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.agent_tasks import AgentTask
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
-from toolshim.evaluation.runner import CountingUpstream, EvalConfig, engines_for
+from toolshim.evaluation.runner import CountingUpstream, EvalConfig, engines_for, run_jobs
 from toolshim.upstreams.base import Upstream
 
 __all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
@@ -223,24 +223,7 @@ class AgentRunner:
         come back in task order whatever order they finished in."""
         done = set(skip)
         jobs = [(t, c) for t in tasks for c in self.configs if (t.id, c.label) not in done]
-        if parallel <= 1:  # one at a time, in order (Ctrl-C stops between two runs)
-            records: list[AgentRecord] = []
-            for task, config in jobs:
-                record = await self.run_task(task, config)
-                records.append(record)
-                if on_record is not None:
-                    on_record(record)
-            return records
-        gate = asyncio.Semaphore(parallel)
-
-        async def one(task: AgentTask, config: EvalConfig) -> AgentRecord:
-            async with gate:
-                record = await self.run_task(task, config)
-            if on_record is not None:
-                on_record(record)
-            return record
-
-        return list(await asyncio.gather(*(one(t, c) for t, c in jobs)))
+        return await run_jobs(jobs, self.run_task, on_record, parallel)
 
     def pending(self, tasks: Sequence[AgentTask], skip: Iterable[tuple[str, str]] = ()) -> int:
         done = set(skip)

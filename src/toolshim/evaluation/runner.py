@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from toolshim.capabilities.registry import Registry
 from toolshim.dialects import get_dialect
@@ -47,6 +47,7 @@ __all__ = [
     "EvalRunner",
     "engines_for",
     "interleave",
+    "run_jobs",
 ]
 
 BASELINES: tuple[str, ...] = ("native", "bfcl-prompt")
@@ -188,6 +189,39 @@ class CountingUpstream:
 
     async def aclose(self) -> None:
         """Does nothing: the runner's owner closes the real upstream once, after every config."""
+
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+async def run_jobs(
+    jobs: Sequence[tuple[J, EvalConfig]],
+    run: Callable[[J, EvalConfig], Awaitable[R]],
+    on_record: Callable[[R], None] | None,
+    parallel: int,
+) -> list[R]:
+    """``run`` on every ``(item, configuration)`` job, ``parallel`` at a time, calling
+    ``on_record`` after each; the records come back in the jobs' order. One at a time, a
+    Ctrl-C stops between two runs."""
+    if parallel <= 1:
+        records: list[R] = []
+        for item, config in jobs:
+            record = await run(item, config)
+            records.append(record)
+            if on_record is not None:
+                on_record(record)
+        return records
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(item: J, config: EvalConfig) -> R:
+        async with gate:
+            record = await run(item, config)
+        if on_record is not None:
+            on_record(record)
+        return record
+
+    return list(await asyncio.gather(*(one(i, c) for i, c in jobs)))
 
 
 def engines_for(
@@ -368,24 +402,7 @@ class EvalRunner:
             for config in self.configs
             if (case.id, config.label) not in done
         ]
-        if parallel <= 1:  # one at a time, in order (Ctrl-C stops between two runs)
-            records: list[CaseRecord] = []
-            for case, config in jobs:
-                record = await self.run_case(case, config)
-                records.append(record)
-                if on_record is not None:
-                    on_record(record)
-            return records
-        gate = asyncio.Semaphore(parallel)
-
-        async def one(case: BfclCase, config: EvalConfig) -> CaseRecord:
-            async with gate:
-                record = await self.run_case(case, config)
-            if on_record is not None:
-                on_record(record)
-            return record
-
-        return list(await asyncio.gather(*(one(c, k) for c, k in jobs)))
+        return await run_jobs(jobs, self.run_case, on_record, parallel)
 
     def pending(self, cases: Sequence[BfclCase], skip: Iterable[tuple[str, str]] = ()) -> int:
         """How many (case, configuration) runs :meth:`run` would do."""

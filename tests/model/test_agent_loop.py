@@ -150,7 +150,16 @@ def test_health_of_the_served_proxy(served: str) -> None:
 
 def test_toolshim_chat_answers_after_its_first_tool_call(served: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "toolshim.cli.main", "chat", "--upstream", served],
+        [
+            sys.executable,
+            "-m",
+            "toolshim.cli.main",
+            "chat",
+            "--upstream",
+            served,
+            "--temperature",
+            "0",
+        ],
         input="Use the calculator: what is 17 times 23?\n",
         capture_output=True,
         text=True,

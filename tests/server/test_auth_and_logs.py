@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -136,3 +137,29 @@ def test_the_formatter_masks_keys_that_slip_into_a_message(log_stream: io.String
 )
 def test_redact(text: str, expected: str) -> None:
     assert redact(text) == expected
+
+
+def test_logs_follow_stderr_after_a_swapped_stderr_is_closed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CLI run under a test runner (or an app embedding toolshim) sets logging up while
+    ``sys.stderr`` is a stand-in that is closed afterwards; later records must go to the
+    stderr of the moment, not raise "I/O operation on closed file" on every line."""
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
+    stand_in = io.StringIO()
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", stand_in)
+        handler = configure_logging("info")
+        logging.getLogger("toolshim.test").info("while swapped")
+    stand_in.close()
+    errors: list[BaseException] = []
+    monkeypatch.setattr(handler, "handleError", lambda record: errors.append(sys.exc_info()[1]))
+    try:
+        logging.getLogger("toolshim.test").info("after the swap")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        logging.getLogger("toolshim").setLevel(saved[2])
+    assert errors == []
+    assert "after the swap" in capsys.readouterr().err

@@ -97,6 +97,23 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record), secrets)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of each record, not the one at set-up:
+    a caller that swaps stderr (a test runner, an embedding app) and closes its stand-in later
+    must not turn every later log line into a "Logging error" traceback."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
 def configure_logging(
     level: str = "info", *, secrets: Iterable[str] = (), stream: TextIO | None = None
 ) -> logging.Handler:
@@ -121,7 +138,7 @@ def configure_logging(
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging._srcfile = None  # no caller lookup: the format has no %(lineno)s
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     handler.setFormatter(RedactingFormatter(secrets=secrets))
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()

@@ -97,7 +97,7 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record), secrets)
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is at the time of each record, not the one at set-up:
     a caller that swaps stderr (a test runner, an embedding app) and closes its stand-in later
     must not turn every later log line into a "Logging error" traceback."""
@@ -105,7 +105,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         logging.Handler.__init__(self)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 
@@ -138,7 +138,9 @@ def configure_logging(
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging._srcfile = None  # no caller lookup: the format has no %(lineno)s
-    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
+    handler: logging.StreamHandler[TextIO] = (
+        logging.StreamHandler(stream) if stream is not None else _StderrHandler()
+    )
     handler.setFormatter(RedactingFormatter(secrets=secrets))
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()

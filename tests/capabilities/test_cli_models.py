@@ -285,3 +285,36 @@ def test_commands_that_ask_a_server_refuse_the_embedded_key(
     args = ["models", command, *(["house-model"] if command == "probe" else [])]
     message = one_line_error(run(*args, "--upstream", embedded_facts))
     assert "needs the URL of a running server, not the embedded model's registry key" in message
+
+
+def test_show_says_where_each_preference_came_from_and_the_markup(registry_path: Path) -> None:
+    """An eval's pick is shown with its source, score and date; the family's markup too."""
+    registry = Registry.open(registry_path)
+    detail = "eval 2026-11-26: combined 61% (BFCL 64% on 64 cases, agent 58% on 70 tasks)"
+    for name, value in (("dialect", "pythonic"), ("strategy", "single"), ("constrain", "no")):
+        registry.learn("*", "qwen2.5-coder:7b", name, value, Source.EVAL, detail=detail)
+    registry.flush()
+    registry.close()
+    data = run_json("models", "show", "qwen2.5-coder:7b")
+    dialect = data["facts"]["dialect"]
+    assert (dialect["value"], dialect["source"], dialect["detail"]) == ("pythonic", "eval", detail)
+    assert [o["source"] for o in dialect["overridden"]] == ["profile"]  # hermes, from the table
+    assert data["facts"]["strategy"]["source"] == "eval"
+    assert data["facts"]["markup"]["value"] == "hermes"
+    assert data["facts"]["markup"]["source"] == "profile"
+    assert data["dialect"] == "pythonic"
+    text = run("models", "show", "qwen2.5-coder:7b").stdout
+    assert "markup" in text and "hermes" in text
+    lines = [line.strip() for line in text.splitlines()]
+    pick = next(line for line in lines if line.startswith("dialect: pythonic"))
+    assert "source eval" in pick and "combined 61%" in pick and "2026-11-26" in pick
+    assert any(line.startswith("constrain: no (source eval") for line in lines)
+
+
+def test_set_stores_strategy_and_constrain() -> None:
+    data = run_json("models", "set", "m", "--strategy", "decision", "--constrain", "no")
+    assert data["facts"]["strategy"]["value"] == "decision"
+    assert data["facts"]["constrain"]["value"] == "no"
+    assert "strategy must be one of single, decision" in one_line_error(
+        run("models", "set", "m", "--strategy", "twice")
+    )

@@ -18,7 +18,14 @@ from toolshim.capabilities.facts import (
 )
 from toolshim.errors import ConfigError
 
-STRONGEST_FIRST = [Source.USER, Source.PROBE, Source.RUNTIME_ERROR, Source.UPSTREAM, Source.PROFILE]
+STRONGEST_FIRST = [
+    Source.USER,
+    Source.PROBE,
+    Source.RUNTIME_ERROR,
+    Source.EVAL,
+    Source.UPSTREAM,
+    Source.PROFILE,
+]
 
 
 def test_the_order_of_sources_is_the_documented_one() -> None:
@@ -100,5 +107,5 @@ def test_values_are_checked_by_fact() -> None:
 
 def test_an_unknown_source_lists_the_known_ones() -> None:
     assert Source.parse("runtime-error") is Source.RUNTIME_ERROR
-    with pytest.raises(ConfigError, match="user, probe, runtime_error, upstream, profile"):
+    with pytest.raises(ConfigError, match="user, probe, runtime_error, eval, upstream, profile"):
         Source.parse("rumour")

@@ -25,7 +25,9 @@ def write_facts(url: str, worker: int, count: int, start_at: float) -> int:
                 Fact("native_tools", "yes" if i % 2 else "no", Source.PROBE, detail=f"w{worker}"),
             )
         store.put(
-            "http://shared/v1", "shared-model", Fact("dialect", f"w{worker}", SOURCES[worker % 5])
+            "http://shared/v1",
+            "shared-model",
+            Fact("dialect", f"w{worker}", SOURCES[worker % len(SOURCES)]),
         )
         return count
     finally:

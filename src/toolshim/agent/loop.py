@@ -125,7 +125,7 @@ class Agent:
         engine = Engine(
             upstream,
             mode=self.mode or Mode.AUTO,
-            strategy=(self.strategy or "single"),
+            strategy=self.strategy,
             dialect=self.dialect,
             registry=registry,
             api_key=api_key,

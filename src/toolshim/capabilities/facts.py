@@ -9,9 +9,12 @@ from enum import StrEnum
 from typing import Any
 
 from toolshim.errors import ConfigError
+from toolshim.types import Strategy
 
 __all__ = [
     "FACT_NAMES",
+    "PREFERENCE_FACTS",
+    "STRATEGIES",
     "SUPPORT_FACTS",
     "Fact",
     "Source",
@@ -27,14 +30,25 @@ class Source(StrEnum):
     (see :attr:`Source.rank`), so a new source is one line in its place.
 
     ``user`` (a person said so) > ``probe`` (a test request) > ``runtime_error`` (the upstream
-    rejected tools) > ``upstream`` (the server's own metadata, e.g. Ollama ``/api/show``) >
+    rejected tools) > ``eval`` (``toolshim eval --apply``: the configuration that scored best
+    on this model) > ``upstream`` (the server's own metadata, e.g. Ollama ``/api/show``) >
     ``profile`` (the shipped table of model families). Stores keep the source's name, never
     its rank, so adding a source needs no migration.
+
+    Why ``eval`` sits there: an eval sets only *how to emulate* (``dialect``, ``strategy``,
+    ``constrain``), measured on hundreds of cases through toolshim on this very model, so it
+    beats what a server declares or a family table guesses (``upstream``, ``profile``: the
+    embedded server's hand-set ``dialect``, the size rule's ``compact``). ``probe`` and
+    ``runtime_error`` set only ``native_tools`` (*whether* tools work natively), which an
+    eval never sets; placed above ``eval`` they keep winning should the two ever meet on one
+    fact, because a direct test or an upstream's refusal is harder evidence about that one
+    question than an aggregate score. A person (``user``) overrides everything.
     """
 
     USER = "user"
     PROBE = "probe"
     RUNTIME_ERROR = "runtime_error"
+    EVAL = "eval"
     UPSTREAM = "upstream"
     PROFILE = "profile"
 
@@ -85,11 +99,22 @@ FACT_NAMES = {
     "structured_output": "response_format with a JSON Schema (yes / no / unknown)",
     "tool_choice": "tool_choice honoured (yes / no / unknown)",
     "dialect": "preferred emulation dialect",
+    "strategy": "preferred emulation strategy (single / decision)",
+    "constrain": "hold emulated replies to a JSON Schema (yes / no / unknown: as structured_output)",
     "context_window": "context window in tokens",
+    "markup": "the family's own call markup, read first where a reply could be read two ways",
 }
 
-SUPPORT_FACTS = frozenset({"native_tools", "parallel_calls", "structured_output", "tool_choice"})
+SUPPORT_FACTS = frozenset(
+    {"native_tools", "parallel_calls", "structured_output", "tool_choice", "constrain"}
+)
 """Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""
+
+PREFERENCE_FACTS = ("dialect", "strategy", "constrain")
+"""How to emulate for a model: what ``toolshim eval --apply`` stores (source ``eval``)."""
+
+STRATEGIES = tuple(s.value for s in Strategy)
+"""The values of fact ``strategy`` (:class:`toolshim.types.Strategy`)."""
 
 
 def coerce_value(name: str, value: Any) -> Any:
@@ -120,6 +145,10 @@ def coerce_value(name: str, value: Any) -> Any:
     text = str(value).strip().lower()
     if not text:
         raise ConfigError(f"{name} must not be empty", param=name)
+    if name == "strategy" and text not in STRATEGIES:
+        raise ConfigError(
+            f"strategy must be one of {', '.join(STRATEGIES)}, not {value!r}", param="strategy"
+        )
     return text
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from toolshim.capabilities.facts import (
     FACT_NAMES,
+    STRATEGIES,
     Fact,
     Source,
     Support,
@@ -48,6 +49,7 @@ from toolshim.capabilities.report import (
 from toolshim.capabilities.store import DocumentStore, FactStore, open_store, standing_entries
 from toolshim.capabilities.sync import MAX_PENDING, Forget, Layers, Op, Put, Seen, SyncThread
 from toolshim.errors import StoreError
+from toolshim.types import Strategy
 
 __all__ = [
     "ANY_UPSTREAM",
@@ -266,6 +268,24 @@ class Registry:
             return None
         return name
 
+    def preferred_strategy(self, upstream: str, model: str) -> Strategy:
+        """The emulation strategy for a request that names none: fact ``strategy`` (an
+        eval's pick, a person's setting), else ``single``."""
+        fact = self.fact(upstream, model, "strategy")
+        if fact is None or fact.value not in STRATEGIES:
+            return Strategy.SINGLE
+        return Strategy(fact.value)
+
+    def constrained(self, upstream: str, model: str) -> bool:
+        """Whether to hold emulated replies to a JSON Schema when the request does not say:
+        fact ``constrain`` when it is yes or no (an eval's pick, a person's setting), else
+        whether the upstream honours ``response_format`` (fact ``structured_output``)."""
+        fact = self.fact(upstream, model, "constrain")
+        if fact is not None and fact.support is not Support.UNKNOWN:
+            return fact.support is Support.YES
+        structured = self.fact(upstream, model, "structured_output")
+        return bool(structured and structured.support is Support.YES)
+
     def summary(self, upstream: str, model: str) -> dict[str, Any]:
         """One model's tool status in a line (``toolshim models list``), as JSON."""
         facts = self.facts(upstream, model)
@@ -288,13 +308,17 @@ class Registry:
         reports = {}
         for name, items in self.evidence(upstream, model).items():
             reports[name] = FactReport(name, items[0], tuple(items[1:]))
-        ordered = {n: reports[n] for n in FACT_NAMES if n in reports}
         normalized, family = model, None
         if self.profiles is not None:
             from toolshim.capabilities.profiles import shipped_profiles
 
             match = shipped_profiles().match(model)
             normalized, family = match.normalized, match.family.name if match.family else None
+            if match.markup is not None and "markup" not in reports:
+                reports["markup"] = FactReport(
+                    "markup", Evidence(match.markup, "shipped profile"), ()
+                )
+        ordered = {n: reports[n] for n in FACT_NAMES if n in reports}
         return ModelReport(
             upstream,
             model,

@@ -49,12 +49,13 @@ ModelFileOption = Annotated[
 ]
 ModeOption = Annotated[str, typer.Option("--mode", envvar="TOOLSHIM_MODE", help=MODE_HELP)]
 StrategyOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--strategy",
         envvar="TOOLSHIM_STRATEGY",
         help="Emulation strategy: single (one request) | decision (a JSON decision request, "
-        "then the answer).",
+        "then the answer). Default: the model's preferred one, else single.",
+        show_default=False,
     ),
 ]
 DialectOption = Annotated[

@@ -92,7 +92,7 @@ def chat(
     ] = False,
     mode: ModeOption = "auto",
     dialect: DialectOption = None,
-    strategy: StrategyOption = "single",
+    strategy: StrategyOption = None,
     registry: RegistryOption = None,
     upstream_api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
@@ -129,7 +129,7 @@ def chat(
     settings = ChatSettings(
         mode=options.mode,
         dialect=options.dialect,
-        strategy=options.strategy.value,
+        strategy=options.strategy.value if options.strategy else None,
         max_turns=max_turns,
         prompt_timeout=prompt_timeout,
         params={"temperature": temperature} if temperature is not None else {},
@@ -200,7 +200,7 @@ async def _session(
     engine = Engine(
         client,
         mode=settings.mode,
-        strategy=settings.strategy or "single",
+        strategy=settings.strategy,
         dialect=settings.dialect,
         registry=store,
     )

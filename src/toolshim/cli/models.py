@@ -21,7 +21,13 @@ from toolshim.capabilities.discovery import (
     discover,
     list_upstream_models,
 )
-from toolshim.capabilities.facts import FACT_NAMES, SUPPORT_FACTS, Source, coerce_value
+from toolshim.capabilities.facts import (
+    FACT_NAMES,
+    PREFERENCE_FACTS,
+    SUPPORT_FACTS,
+    Source,
+    coerce_value,
+)
 from toolshim.capabilities.probe import DEFAULT_PROBE_TIMEOUT, probe_tools, record_probe
 from toolshim.capabilities.registry import (
     ANY_UPSTREAM,
@@ -42,8 +48,8 @@ models_app = typer.Typer(
     name="models",
     help=(
         "What toolshim knows about each model: native tool support, preferred dialect, "
-        "context window, each with the source it came from (user > probe > runtime_error > "
-        "upstream > profile) and when it was learned.\n\n"
+        "strategy and constraint, context window, each with the source it came from (user > "
+        "probe > runtime_error > eval > upstream > profile) and when it was learned.\n\n"
         "Facts are kept per upstream in a SQLite file, or in PostgreSQL or Redis shared by "
         "several replicas (--registry, TOOLSHIM_REGISTRY)."
     ),
@@ -193,6 +199,13 @@ def set_facts(
     dialect: Annotated[
         str | None, _flag("--dialect", "Preferred emulation dialect (json, hermes, ...).")
     ] = None,
+    strategy: Annotated[
+        str | None, _flag("--strategy", "Preferred emulation strategy: single or decision.")
+    ] = None,
+    constrain: Annotated[
+        str | None,
+        _flag("--constrain", "Hold emulated replies to a JSON Schema: yes/no/unknown."),
+    ] = None,
     parallel_calls: Annotated[
         str | None, _flag("--parallel-calls", "Several calls in one reply: yes/no/unknown.")
     ] = None,
@@ -223,6 +236,8 @@ def set_facts(
         wanted = {
             "native_tools": tools,
             "dialect": dialect,
+            "strategy": strategy,
+            "constrain": constrain,
             "parallel_calls": parallel_calls,
             "structured_output": structured_output,
             "tool_choice": tool_choice,
@@ -231,8 +246,9 @@ def set_facts(
         chosen = {k: coerce_value(k, v) for k, v in wanted.items() if v is not None}
         if not chosen:
             raise ConfigError(
-                "nothing to set: pass --tools yes|no|unknown, --dialect D, --parallel-calls, "
-                "--structured-output, --tool-choice or --context-window"
+                "nothing to set: pass --tools yes|no|unknown, --dialect D, --strategy S, "
+                "--constrain, --parallel-calls, --structured-output, --tool-choice or "
+                "--context-window"
             )
         if "dialect" in chosen and chosen["dialect"] not in available_dialects():
             raise ConfigError(
@@ -454,6 +470,28 @@ def _report_json(report: ModelReport, registry: Registry) -> dict[str, Any]:
     return {**report.as_dict(), "registry": _where(registry)}
 
 
+def _preference_lines(report: ModelReport) -> list[str]:
+    """Where each emulation preference comes from: one line each (the eval's score and date
+    are in its detail)."""
+    lines = []
+    for name in PREFERENCE_FACTS:
+        fact_report = report.facts.get(name)
+        if fact_report is None:
+            default = {"dialect": "json", "strategy": "single"}.get(
+                name, "as structured_output says"
+            )
+            lines.append(f"{name}: {default} (nothing stored; the default)")
+            continue
+        fact = fact_report.winner.fact
+        where = f"source {fact.source.value}, {fact_report.winner.scope}"
+        if fact.source is Source.EVAL:
+            where += f", applied {_iso(fact.updated_at)[:10]}"
+        lines.append(
+            f"{name}: {fact.value} ({where})" + (f" — {fact.detail}" if fact.detail else "")
+        )
+    return lines
+
+
 def _print_report(report: ModelReport, registry: Registry) -> None:
     where = "any upstream" if report.upstream == ANY_UPSTREAM else report.upstream
     family = f"profile family {report.family}" if report.family else "no shipped profile"
@@ -474,6 +512,9 @@ def _print_report(report: ModelReport, registry: Registry) -> None:
     _out.print(table)
     for number, note in enumerate(notes, start=1):
         _out.print(f"  [dim]\\[{number}][/] {escape(note)}")
+    _out.print("[bold]How emulation is set up for this model, and where each setting came from:[/]")
+    for line in _preference_lines(report):
+        _out.print(f"  {escape(line)}")
     _out.print("[bold]How toolshim serves a request with tools:[/]")
     for line in report.treatment():
         _out.print(f"  {line}")
@@ -485,7 +526,8 @@ def _evidence_cells(item: Evidence, notes: list[str], *, winner: bool) -> list[s
     if fact.detail and fact.detail not in notes:
         notes.append(fact.detail)
     why = f"[{notes.index(fact.detail) + 1}]" if fact.detail else ""
-    learned = _iso(fact.updated_at)[:10] if fact.source is Source.PROFILE else _ago(fact.updated_at)
+    dated = fact.source in (Source.PROFILE, Source.EVAL)
+    learned = _iso(fact.updated_at)[:10] if dated else _ago(fact.updated_at)
     if not winner:
         cells = [str(fact.value), fact.source.value, item.scope, learned, why]
         return [f"[dim]{escape(c)}[/]" for c in cells]

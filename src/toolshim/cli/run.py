@@ -100,7 +100,7 @@ def run_command(
         ),
     ] = None,
     dialect: DialectOption = None,
-    strategy: StrategyOption = "single",
+    strategy: StrategyOption = None,
     registry: RegistryOption = None,
     api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
@@ -129,7 +129,8 @@ def run_command(
         first_input = _read_input(input)
         if mode is not None:
             parse_mode(mode)
-        parse_strategy(strategy)
+        if strategy is not None:
+            parse_strategy(strategy)
         if dialect is not None:
             get_dialect(dialect)
     except ConfigError as exc:

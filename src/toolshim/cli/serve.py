@@ -77,7 +77,7 @@ def serve(
     upstream: UpstreamOption = None,
     model_file: ModelFileOption = None,
     mode: ModeOption = "auto",
-    strategy: StrategyOption = "single",
+    strategy: StrategyOption = None,
     dialect: DialectOption = None,
     registry: RegistryOption = None,
     default_max_tokens: DefaultMaxTokensOption = DEFAULT_MAX_TOKENS,

@@ -59,7 +59,10 @@ class Engine:
 
     ``upstream`` is a base URL or an :class:`Upstream`; None reads ``TOOLSHIM_UPSTREAM``.
     ``registry`` is a :class:`Registry`, a path to a SQLite store, ``":memory:"``, or None for
-    the default store (``TOOLSHIM_REGISTRY`` or the user data dir).
+    the default store (``TOOLSHIM_REGISTRY`` or the user data dir). ``dialect``,
+    ``strategy`` and ``constrain`` left unset come, per model, from the registry: what
+    ``toolshim eval --apply`` or ``toolshim models set`` stored, else json, single, and
+    constrained only where the upstream honours ``response_format``.
     """
 
     def __init__(
@@ -67,7 +70,7 @@ class Engine:
         upstream: Upstream | str | None = None,
         *,
         mode: str | Mode = Mode.AUTO,
-        strategy: str = "single",
+        strategy: str | None = None,
         dialect: str | None = None,
         max_reasks: int = 2,
         rescue: bool = True,
@@ -234,15 +237,16 @@ class Engine:
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
         dialect = get_dialect(dialect_name)
+        # Unset options come from the registry: an eval's pick or a person's setting first.
+        strategy = options.strategy or self.registry.preferred_strategy(key, chat.model)
         constrain = options.constrain
         if constrain is None:
-            structured = self.registry.fact(key, chat.model, "structured_output")
-            constrain = bool(structured and structured.support is Support.YES)
+            constrain = self.registry.constrained(key, chat.model)
         if constrain:
             probe = PromptOptions(
                 chat.choice,
                 parallel=chat.allows_parallel,
-                decision=options.strategy is Strategy.DECISION,
+                decision=strategy is Strategy.DECISION,
                 constrained=True,
             )
             constrain = dialect.response_format(chat.function_tools, probe) is not None
@@ -250,7 +254,7 @@ class Engine:
             request=chat,
             upstream=self.upstream,
             mode=options.mode,
-            strategy=options.strategy,
+            strategy=strategy,
             dialect=dialect,
             max_reasks=options.max_reasks,
             headers=headers,

@@ -44,7 +44,8 @@ class EngineOptions:
     """How the engine serves requests; per-request overrides come from :meth:`override`."""
 
     mode: Mode = Mode.AUTO
-    strategy: Strategy = Strategy.SINGLE
+    strategy: Strategy | None = None
+    """None: the model's preferred strategy (registry fact ``strategy``), else single."""
     dialect: str | None = None
     max_reasks: int = 2
     rescue: bool = True
@@ -76,7 +77,7 @@ class EngineOptions:
         cls,
         *,
         mode: str | Mode = Mode.AUTO,
-        strategy: str | Strategy = Strategy.SINGLE,
+        strategy: str | Strategy | None = None,
         dialect: str | None = None,
         max_reasks: int = 2,
         rescue: bool = True,
@@ -85,7 +86,7 @@ class EngineOptions:
     ) -> EngineOptions:
         return cls(
             parse_mode(mode),
-            parse_strategy(strategy),
+            parse_strategy(strategy) if strategy else None,
             dialect or None,
             max_reasks,
             rescue,

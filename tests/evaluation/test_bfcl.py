@@ -30,6 +30,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 BFCL_TYPES = {"dict", "float", "tuple", "any"}
+REPO = Path(__file__).resolve().parents[2]
 
 
 def first(category: str, n: int = 1) -> list[BfclCase]:
@@ -52,7 +53,26 @@ def test_default_categories_load_with_answers() -> None:
     for case in cases:
         assert case.messages and case.messages[-1]["role"] == "user"
         assert case.functions
-        assert (case.ground_truth is None) == (case.category == "irrelevance")
+        assert (case.ground_truth is None) == case.is_relevance
+
+
+def test_the_default_sample_keeps_the_published_cases_and_adds_the_live_ones() -> None:
+    """Adding categories leaves every other category's seeded sample as it was, so the reports
+    in docs/ (made on the first six) line up case for case with the larger sample."""
+    cases = load_cases(DEFAULT_CATEGORIES, limit=50, seed=0)
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[case.category] = counts.get(case.category, 0) + 1
+    assert {k: counts[k] for k in ("live_multiple", "live_parallel", "live_irrelevance")} == {
+        "live_multiple": 50,
+        "live_parallel": 16,  # all there are
+        "live_irrelevance": 50,
+    }
+    assert len(cases) == 416
+    report = json.loads((REPO / "docs" / "bfcl-qwen2.5-coder-0.5b.json").read_text())
+    published = {c["case_id"] for c in report["cases"] if c["config"] == "native"}
+    assert len(published) == 300
+    assert published == {c.id for c in cases if c.category in report["meta"]["categories"]}
 
 
 def test_selection_is_deterministic_and_seeded() -> None:

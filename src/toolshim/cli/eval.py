@@ -29,7 +29,8 @@ from toolshim.cli._eval_setup import (
     sigterm_as_interrupt,
     upstream_for_eval,
 )
-from toolshim.cli._options import UpstreamApiKeyOption
+from toolshim.cli._options import RegistryOption, UpstreamApiKeyOption
+from toolshim.cli.eval_apply import DEFAULT_BFCL_OUTPUT, apply_eval
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation import (
     BASELINES,
@@ -48,6 +49,7 @@ from toolshim.evaluation import (
     write_report,
 )
 from toolshim.evaluation.agent_tasks import KINDS
+from toolshim.evaluation.pick import engine_settings
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["register"]
@@ -60,13 +62,15 @@ Configurations: --config MODE\\[:DIALECT\\[:STRATEGY]]\\[+constrain]\\[+served] 
 
 toolshim eval --upstream http://127.0.0.1:8080/v1 --config force:json --config force:pythonic --config auto --limit 20
 
+--apply then picks the best configuration for the model, judged on this report and the other suite's together (combined score: the mean of the BFCL and agent-suite overall accuracies, each on the cases every candidate ran), and stores its dialect, strategy and constraint in the capability registry (source eval), where serve, chat and run find them. Example: toolshim eval --report-only -o bfcl.json --other-report agent.json --apply
+
 Without --upstream the embedded model runs (toolshim\\[local]); --model-file PATH.gguf or --local-model NAME picks another. Needs bfcl-eval: pip install 'toolshim\\[eval]' && pip install --no-deps bfcl-eval==2026.3.23
 """
 
 CATEGORIES_HELP = (
     "BFCL categories, comma-separated \\[default: " + ",".join(DEFAULT_CATEGORIES) + "]."
 )
-DEFAULT_OUTPUT = Path("toolshim-eval.json")
+DEFAULT_OUTPUT = DEFAULT_BFCL_OUTPUT
 
 console = Console()
 err_console = Console(stderr=True)
@@ -119,6 +123,10 @@ async def _evaluate(
             "configs": list(
                 dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])
             ),
+            "settings": {
+                **previous.get("settings", {}),
+                **engine_settings(runner.engines, model_name),
+            },
             "categories": list(dict.fromkeys(c.category for c in cases)),
             "limit": limit,
             "seed": seed,
@@ -323,7 +331,41 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option("--budget", min=1, help="agent suite: seconds per task (else a hang)."),
         ] = 300.0,
+        apply: Annotated[
+            bool,
+            typer.Option(
+                "--apply",
+                help="Then store the best configuration for the model (BFCL and agent suite "
+                "together) in the registry, source eval.",
+            ),
+        ] = False,
+        other_report: Annotated[
+            Path | None,
+            typer.Option(
+                "--other-report",
+                help="--apply: the other suite's report \\[default: toolshim-agent-eval.json "
+                "for bfcl, toolshim-eval.json for agent, when present].",
+            ),
+        ] = None,
+        one_suite: Annotated[
+            bool,
+            typer.Option(
+                "--one-suite",
+                help="--apply: pick from one suite when the other's report is missing.",
+            ),
+        ] = False,
+        registry: RegistryOption = None,
     ) -> None:
+        def then_apply() -> None:
+            if apply:
+                apply_eval(
+                    suite=suite.strip().lower(),
+                    output=output,
+                    other_report=other_report,
+                    registry=registry,
+                    one_suite=one_suite,
+                )
+
         if suite.strip().lower() == "agent":
             from toolshim.cli.eval_agent import run_agent_suite
 
@@ -352,6 +394,7 @@ def register(app: typer.Typer) -> None:
                 report_only=report_only,
                 markdown=markdown,
             )
+            then_apply()
             return
         if suite.strip().lower() != "bfcl":
             err_console.print(
@@ -384,6 +427,7 @@ def register(app: typer.Typer) -> None:
                     raise typer.Exit(2) from None
                 records = [r for r in records if r.config in labels]
             _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta))
+            then_apply()
             return
         try:
             configs = named_configs()
@@ -427,6 +471,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
         _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta_of(output)))
         err_console.print(f"Report: {output}")
+        then_apply()
 
 
 def meta_of(path: Path) -> dict[str, Any]:

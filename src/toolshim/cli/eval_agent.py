@@ -40,6 +40,7 @@ from toolshim.evaluation.agent_report import (
 )
 from toolshim.evaluation.agent_runner import NATIVE_MAX_TOKENS, AgentRecord, AgentRunner
 from toolshim.evaluation.agent_tasks import AgentTask, load_agent_tasks
+from toolshim.evaluation.pick import engine_settings
 from toolshim.evaluation.runner import EvalConfig
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
@@ -94,6 +95,7 @@ async def evaluate_agent(
             "suite": "agent",
             "model": model_name,
             "configs": [c.label for c in configs],
+            "settings": engine_settings(runner.engines, model_name),
             "tasks": len(tasks),
             "temperature": temperature,
             "max_turns": max_turns,

@@ -45,6 +45,7 @@ __all__ = [
     "CountingUpstream",
     "EvalConfig",
     "EvalRunner",
+    "config_registry",
     "engines_for",
     "interleave",
     "run_jobs",
@@ -237,25 +238,33 @@ def engines_for(
     for c in configs:
         if c.kind != "toolshim":
             continue
-        registry = Registry.open(":memory:")
-        if c.served:
-            if served_facts is None:
-                raise ConfigError(
-                    f"configuration {c.label!r} needs the upstream's own facts, which only "
-                    "the embedded model provides (run without --upstream)",
-                    param="config",
-                )
-            served_facts(registry)
         engines[c] = Engine(
             upstream,
             mode=c.mode or "auto",
             dialect=c.dialect,
-            strategy=c.strategy or "single",
+            strategy=c.strategy,
             max_reasks=max_reasks,
-            registry=registry,
+            registry=config_registry(c, served_facts),
             constrain=True if c.constrain else None,
         )
     return engines
+
+
+def config_registry(
+    config: EvalConfig, served_facts: Callable[[Registry], object] | None
+) -> Registry:
+    """A private in-memory registry over the shipped profiles for ``config``, seeded with the
+    upstream's own facts for ``+served`` (ConfigError when there are none)."""
+    registry = Registry.open(":memory:")
+    if config.served:
+        if served_facts is None:
+            raise ConfigError(
+                f"configuration {config.label!r} needs the upstream's own facts, which only "
+                "the embedded model provides (run without --upstream)",
+                param="config",
+            )
+        served_facts(registry)
+    return registry
 
 
 def interleave(cases: Sequence[BfclCase]) -> list[BfclCase]:

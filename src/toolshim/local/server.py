@@ -336,31 +336,51 @@ class EmbeddedServer:
         return facts
 
     def record_capabilities(self, registry: Registry) -> dict[str, str]:
-        """Store :meth:`capabilities` in ``registry`` under :attr:`key` (source ``upstream``)
-        and return what was stored. A preferred dialect this toolshim lacks is left out, with
-        a warning."""
+        """Store :meth:`capabilities` in ``registry`` under :attr:`key` (source ``upstream``),
+        and for a known model the configuration its own eval picked (``dialect``,
+        ``strategy``, ``constrain``; source ``eval``, from ``toolshim/data/eval_picks.json``)
+        unless a pick of the user's own ``toolshim eval --apply`` is stored there; return what
+        was stored. A preferred dialect this toolshim lacks is left out, with a warning."""
         from toolshim.capabilities.facts import Source
-        from toolshim.dialects import available_dialects
+        from toolshim.capabilities.shipped_picks import SHIPPED_PREFIX, shipped_eval_facts
 
         stored: dict[str, str] = {}
         detail = f"embedded llama.cpp server ({self.model_path.name})"
         for name, value in self.capabilities().items():
-            if name == "dialect" and value not in available_dialects():
-                log.warning(
-                    "the embedded model prefers dialect %r, which this toolshim lacks "
-                    "(available: %s)",
-                    value,
-                    ", ".join(available_dialects()),
-                )
-                continue
-            registry.learn(self.key, self.model, name, value, Source.UPSTREAM, detail=detail)
-            stored[name] = value
+            if _usable(name, value):
+                registry.learn(self.key, self.model, name, value, Source.UPSTREAM, detail=detail)
+                stored[name] = value
+        picked = shipped_eval_facts(self.known.name) if self.known is not None else {}
+        evidence = registry.evidence(self.key, self.model)
+        for name, fact in picked.items():
+            own = [
+                e
+                for e in evidence.get(name, ())
+                if e.fact.source is Source.EVAL and not e.fact.detail.startswith(SHIPPED_PREFIX)
+            ]
+            if not own and _usable(name, fact.value):
+                registry.learn(self.key, self.model, name, fact.value, Source.EVAL, fact.detail)
+                stored[name] = str(fact.value)
         return stored
 
     @property
     def props(self) -> dict[str, Any]:
         """llama.cpp's ``/props`` as read at start (chat template, its capabilities, …)."""
         return dict(self._props)
+
+
+def _usable(name: str, value: object) -> bool:
+    """False (with a warning) for a preferred dialect this toolshim lacks."""
+    from toolshim.dialects import available_dialects
+
+    if name != "dialect" or value in available_dialects():
+        return True
+    log.warning(
+        "the embedded model prefers dialect %r, which this toolshim lacks (available: %s)",
+        value,
+        ", ".join(available_dialects()),
+    )
+    return False
 
 
 def _has_xllamacpp() -> bool:

@@ -101,6 +101,21 @@ def test_configurations_are_compared_on_the_cases_every_one_finished(tmp_path: P
     assert pick.left_out == (("force:compact", "in the agent report only"),)
 
 
+def test_a_label_that_ran_with_different_settings_in_each_report_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    bfcl_path, agent_path = write_reports(
+        tmp_path, {"force:json": [True], "auto": [True]}, {"force:json": [True], "auto": [True]}
+    )
+    bfcl, agent = load_report(bfcl_path), load_agent_report(agent_path)
+    ran = {"mode": "auto", "strategy": "single", "constrain": False}
+    bfcl_meta = {**bfcl[0], "settings": {"auto": {**ran, "dialect": "hermes"}}}
+    agent_meta = {**agent[0], "settings": {"auto": {**ran, "dialect": "pythonic"}}}
+    pick = pick_configuration((bfcl_meta, bfcl[1]), (agent_meta, agent[1]))
+    assert [c.config for c in pick.candidates] == ["force:json"]
+    assert pick.left_out == (("auto", "it ran with different settings in the two reports"),)
+
+
 def test_nothing_to_judge_on_is_refused_with_what_is_missing(tmp_path: Path) -> None:
     bfcl_path, agent_path = write_reports(
         tmp_path, {"force:json": [True]}, {"native": [True], "auto+served": [True]}

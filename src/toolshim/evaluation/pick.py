@@ -307,11 +307,14 @@ def pick_configuration(
     metas = [meta for (meta, _), _ in reports]
     settings: dict[str, Settings] = {}
     for label in labels:
-        resolved = resolve_settings(label, metas[0])
-        if resolved is None:
+        resolved = [resolve_settings(label, meta) for meta in metas]
+        known = {s for s in resolved if s is not None}
+        if len(known) < len(set(resolved)) or not known:
             left_out.append((label, "its settings came from an upstream this report cannot name"))
+        elif len(known) > 1:  # e.g. auto+served before and after the served default changed
+            left_out.append((label, "it ran with different settings in the two reports"))
         else:
-            settings[label] = resolved
+            settings[label] = known.pop()
     labels = [label for label in labels if label in settings]
     if not labels:
         ran = {name: _toolshim_labels(records) for (_, records), name in reports}

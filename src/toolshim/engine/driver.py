@@ -1,0 +1,246 @@
+"""The one turn driver of emulation: after each upstream attempt, what the turn does next (sans-IO).
+
+Both emulated paths (:mod:`.emulate`, whole replies; :mod:`.streaming`, streamed ones) and both
+strategies (``single``; ``decision``, whose attempt is a JSON decision request) do the I/O and
+read each reply into an :class:`Attempt`; :meth:`TurnDriver.feed` answers with the next
+:class:`Step`, and the path acts on it. The driver holds the turn's policy state: re-asks used,
+the messages added after the history for the next attempt, the prose already streamed.
+
+The decisions, in order:
+
+* the model repeated an answered call after being told so → :class:`AnswerWithoutTools`;
+* valid calls → :class:`ReturnCalls`;
+* a valid reply without calls → :class:`ReturnText` (its prose), except: ``decision`` asks for
+  the answer in a final request without tools, and so does ``single`` when the caller set a
+  ``response_format`` (:data:`FORMAT_WARNING`) or the model only declined;
+* an invalid reply cut by ``max_tokens`` → :class:`CutOff` (re-asking under the same limit
+  would only cut again);
+* an invalid reply with the re-asks spent → :class:`GiveUp` under a forced ``tool_choice``;
+  under ``auto`` the reply's prose (:class:`ReturnText`, ``single`` only, never in the
+  caller's ``response_format``), or, when it has none, :class:`AnswerWithoutTools`;
+* else → :class:`Reask` with the correction and the reply as the model wrote it (trimmed).
+
+A streamed attempt may have sent prose already (:attr:`Attempt.sent`); it is never taken
+back, and a second answer is never sent after it (:class:`ReturnText` and :class:`CutOff` then
+carry no text). Apart from that, streamed and whole replies reach the same steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.turn import Turn
+from toolshim.engine.validate import reask_message
+from toolshim.errors import ToolCallError
+from toolshim.types import Message, Strategy
+
+__all__ = [
+    "FORMAT_WARNING",
+    "AnswerWithoutTools",
+    "Attempt",
+    "CutOff",
+    "GiveUp",
+    "Reask",
+    "ReturnCalls",
+    "ReturnText",
+    "Step",
+    "TurnDriver",
+    "advance",
+    "driver_for",
+]
+
+FORMAT_WARNING = "answered again without tools, in the caller's response_format"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one upstream attempt came to, as the path that made it read it."""
+
+    problems: tuple[str, ...] = ()
+    """What was wrong with the reply's calls (empty: the reply may be returned)."""
+    calls: tuple[ParsedCall, ...] = ()
+    """The valid calls (when ``problems`` is empty)."""
+    prose: str = ""
+    """The reply's prose not sent to the caller yet."""
+    sent: str = ""
+    """The reply's prose already streamed to the caller (never for a whole reply)."""
+    declined: bool = False
+    """The model said explicitly that no tool is needed."""
+    finish: str | None = None
+    """The finish reason a text answer ends with."""
+    truncated: bool = False
+    """Cut by ``max_tokens`` (and not a loop of repeated calls trimmed to its calls)."""
+    answer_now: bool = False
+    """The model repeated an answered call after the re-ask that told it so."""
+    reply: str = ""
+    """The reply as a re-ask shows it to the model."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class Reask:
+    """Ask again, with ``messages`` after the history (every re-ask of the turn so far)."""
+
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class ReturnCalls:
+    calls: tuple[ParsedCall, ...]
+
+
+@dataclass(frozen=True)
+class ReturnText:
+    """Return prose: ``text`` is what is still to send, ``finish`` the reply's own."""
+
+    text: str
+    finish: str | None
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerWithoutTools:
+    """Ask for the answer without tool instructions (no call may be returned as it)."""
+
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """Return ``text`` with ``finish_reason: "length"``."""
+
+    text: str
+    warning: str
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    error: ToolCallError
+
+
+Step = Reask | ReturnCalls | ReturnText | AnswerWithoutTools | CutOff | GiveUp
+
+
+@dataclass(kw_only=True)
+class TurnDriver:
+    """The emulation policy of one turn: :meth:`feed` an attempt, get the next :class:`Step`.
+
+    ``correction`` writes the re-ask's user message from the problems; ``forced`` is a
+    ``tool_choice`` that requires a call; ``formatted`` a caller's ``response_format``;
+    ``decision`` the decision strategy. ``reasks`` counts up from the turn's own.
+    """
+
+    max_reasks: int
+    correction: Callable[[Sequence[str]], str]
+    forced: bool = False
+    formatted: bool = False
+    decision: bool = False
+    reasks: int = 0
+    messages: tuple[Message, ...] = ()
+    """What the next attempt adds after the history: each re-ask's reply and correction."""
+    streamed: str = ""
+    """Prose sent to the caller by the attempts before this one."""
+
+    @property
+    def hold_text(self) -> bool:
+        """Whether a streamed attempt must hold its prose until the end (it may not be the
+        answer: under a forced ``tool_choice``, in the caller's ``response_format``, after
+        a re-ask)."""
+        return self.formatted or self.forced or self.reasks > 0
+
+    def feed(self, attempt: Attempt) -> Step:
+        if attempt.answer_now:
+            return AnswerWithoutTools()
+        if attempt.ok:
+            return self._valid(attempt)
+        summary = "; ".join(attempt.problems)
+        if attempt.truncated:
+            return CutOff(
+                self._unsent(attempt),
+                "the reply was cut off by max_tokens before a valid tool call was complete: "
+                + summary,
+            )
+        if self.reasks >= self.max_reasks:
+            return self._give_up(attempt, summary)
+        self.reasks += 1
+        self.streamed += attempt.sent
+        self.messages = (
+            *self.messages,
+            Message("assistant", attempt.reply),
+            Message("user", self.correction(attempt.problems)),
+        )
+        return Reask(self.messages)
+
+    def _valid(self, attempt: Attempt) -> Step:
+        if attempt.calls:
+            return ReturnCalls(attempt.calls)
+        if self.decision:  # "no tools": the final request without tools
+            return AnswerWithoutTools()
+        if self.formatted:
+            return AnswerWithoutTools(FORMAT_WARNING)
+        if attempt.declined and not (attempt.sent + attempt.prose).strip():
+            return AnswerWithoutTools()  # declined without answering
+        return ReturnText(attempt.prose, attempt.finish)
+
+    def _give_up(self, attempt: Attempt, summary: str) -> Step:
+        """Re-asks are spent. A forced tool_choice fails; ``auto`` degrades to a text answer:
+        the prose (said already, or in this reply), or, when there is none, an answer asked
+        for without tools (never the broken call's JSON as content)."""
+        if self.forced:
+            return GiveUp(
+                ToolCallError(
+                    f"the model did not make a valid tool call after {self.reasks} re-ask(s): "
+                    + summary,
+                    problems=attempt.problems,
+                    attempts=self.reasks + 1,
+                )
+            )
+        said = (self.streamed + attempt.sent + attempt.prose).strip()
+        if said and not self.decision and not self.formatted:
+            return ReturnText(
+                self._unsent(attempt),
+                attempt.finish,
+                f"no valid tool call after {self.reasks} re-ask(s), returned the text answer: "
+                + summary,
+            )
+        return AnswerWithoutTools(
+            f"no valid tool call after {self.reasks} re-ask(s), answered without tools: {summary}"
+        )
+
+    def _unsent(self, attempt: Attempt) -> str:
+        """This reply's prose, unless an earlier one was streamed (never two answers)."""
+        return "" if self.streamed else attempt.prose
+
+
+def _correction(turn: Turn, problems: Sequence[str]) -> str:
+    return reask_message(problems, turn.request.function_tools, turn.dialect, turn.prompt_options)
+
+
+def driver_for(turn: Turn) -> TurnDriver:
+    """The driver of an emulated turn that offers tools."""
+    return TurnDriver(
+        max_reasks=turn.max_reasks,
+        correction=partial(_correction, turn),
+        forced=turn.request.choice.kind != "auto",
+        formatted=turn.caller_format is not None,
+        decision=turn.strategy is Strategy.DECISION,
+        reasks=turn.reasks,
+    )
+
+
+def advance(turn: Turn, driver: TurnDriver, attempt: Attempt) -> Step:
+    """Feed ``attempt``; keep the turn's re-ask count and warnings in step with the driver."""
+    step = driver.feed(attempt)
+    turn.reasks = driver.reasks
+    match step:
+        case ReturnText(warning=str(warning)) | AnswerWithoutTools(warning=str(warning)):
+            turn.warn(warning)
+        case CutOff(warning=warning):
+            turn.warn(warning)
+    return step

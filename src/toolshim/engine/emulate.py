@@ -1,10 +1,11 @@
-"""Emulated tool calling, non-streaming: the ``single`` and ``decision`` strategies, re-asks, rescue.
+"""Emulated tool calling, non-streaming: the request bodies, reading replies, the whole-reply path.
 
 ``single`` sends one request whose system prompt describes the tools; the reply is a call or
-an answer. ``decision`` follows seed 001: a JSON-only decision request, then, when no tool
-is needed, a final request without tools. Both re-ask the model with a precise correction
-when a call is invalid (at most ``max_reasks`` times). Tool results and earlier calls stay in
-the history as text.
+an answer. ``decision`` sends a JSON-only decision request, then, when no tool is needed, a
+final request without tools. What follows each reply (re-ask with a precise correction, at
+most ``max_reasks`` times; return; degrade) is the :mod:`.driver`'s; the streamed path
+(:mod:`.streaming`) drives the same driver. Tool results and earlier calls stay in the
+history as text.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, assert_never
 
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
     extra_argument_problems,
@@ -27,24 +29,24 @@ from toolshim.engine.call_checks import (
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.turn import Turn, emulated_id
-from toolshim.engine.validate import Verdict, reask_message, validate_calls
-from toolshim.errors import ToolCallError
-from toolshim.types import Choice, Completion, Message, ToolCall
+from toolshim.engine.validate import Verdict, validate_calls
+from toolshim.types import Completion, Message, ToolCall
 from toolshim.wire.openai import request_to_body
 
 __all__ = [
-    "cut_off",
+    "check",
     "emulate",
     "emulation_body",
+    "judge",
     "stop_sequences",
     "tool_call_message",
+    "whole_attempt",
 ]
 
 _STREAM_ONLY = ("stream", "stream_options")
 _LENGTH_KEYS = ("max_tokens", "max_completion_tokens")
 _MAX_STOPS = 4
 """OpenAI accepts at most four stop sequences; the caller's own come first."""
-FORMAT_WARNING = "answered again without tools, in the caller's response_format"
 
 
 def emulation_body(
@@ -152,153 +154,65 @@ def _answer(message: Message, text: str) -> Message:
     return Message("assistant", text, extra=message.extra)
 
 
+def whole_attempt(turn: Turn, completion: Completion) -> steps.Attempt:
+    """A whole reply (its first choice) read as an attempt: every ``decision`` request, and
+    ``single`` when not streamed."""
+    parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
+    finish = completion.finish_reason
+    return steps.Attempt(
+        problems=verdict.problems,
+        calls=verdict.calls,
+        prose=parsed.text.strip(),
+        declined=parsed.declined,
+        finish=finish,
+        truncated=finish == "length" and turn.trimmed_reply is None,
+        answer_now=turn.answer_now,
+        reply=turn.trimmed_reply or completion.message.text,
+    )
+
+
 async def emulate(turn: Turn) -> Completion:
-    """Serve the turn by emulation (the caller decided that native tools are not used)."""
+    """Serve the turn by emulation (the caller decided that native tools are not used): each
+    reply read into an attempt, the next step from the turn's :class:`.driver.TurnDriver`."""
     turn.mark_emulated()
     if not turn.request.wants_tools:
         return await answer_without_calls(turn, partial(emulation_body, turn))
-    if turn.strategy.value == "decision":
-        return await _decision(turn)
-    return await _single(turn)
-
-
-async def _answer_without_tools(turn: Turn) -> Completion:
-    """The answer asked for without tool instructions (no call JSON is returned as it)."""
-    return await answer_without_calls(turn, partial(emulation_body, turn, instructions=False))
-
-
-async def _single(turn: Turn) -> Completion:
-    extra: list[Message] = []
+    driver = steps.driver_for(turn)
     while True:
-        completion = await turn.call(emulation_body(turn, extra))
-        result, problems, parsed = _settle_choices(turn, completion)
-        if turn.answer_now:
-            return await _answer_without_tools(turn)
-        if not problems:
-            answered = not result.tool_calls
-            if answered and turn.caller_format is not None:
-                turn.warn(FORMAT_WARNING)
-                return await _answer_without_tools(turn)
-            if answered and parsed is not None and parsed.declined and not parsed.text.strip():
-                # The model declined without answering: ask for the answer without tools.
-                return await _answer_without_tools(turn)
-            return result
-        if completion.finish_reason == "length" and turn.trimmed_reply is None:
-            return cut_off(turn, completion, problems, parsed)
-        if turn.reasks >= turn.max_reasks:
-            return await _give_up(turn, completion, problems, parsed)
-        turn.reasks += 1
-        extra += _reask(turn, turn.trimmed_reply or completion.message.text, problems)
-
-
-def _settle_choices(
-    turn: Turn, completion: Completion
-) -> tuple[Completion, tuple[str, ...], ParsedReply | None]:
-    """Turn each choice's text into calls or an answer; return choice 0's problems."""
-    first_problems: tuple[str, ...] = ()
-    first_parsed: ParsedReply | None = None
-    for choice in completion.choices:
-        parsed, verdict = judge(turn, choice.message.text, choice.finish_reason)
-        if choice.index == completion.choices[0].index:
-            first_problems, first_parsed = verdict.problems, parsed
-        if verdict.ok and verdict.calls:
-            completion = _with_choice(
-                completion,
-                _position(completion, choice),
-                tool_call_message(verdict.calls),
-                "tool_calls",
-            )
-        elif verdict.ok or choice.index != completion.choices[0].index:
-            # A text answer: its prose (a further choice's broken call is never sent as text).
-            text = parsed.text.strip()
-            completion = _with_choice(
-                completion,
-                _position(completion, choice),
-                _answer(choice.message, text),
-                choice.finish_reason,
-            )
-    return completion, first_problems, first_parsed
-
-
-def _position(completion: Completion, choice: Choice) -> int:
-    return next(
-        i for i, c in enumerate(completion.choices) if c is choice or c.index == choice.index
-    )
-
-
-def _reask(turn: Turn, reply: str, problems: Sequence[str]) -> list[Message]:
-    correction = reask_message(
-        problems, turn.request.function_tools, turn.dialect, turn.prompt_options
-    )
-    return [Message("assistant", reply), Message("user", correction)]
-
-
-def cut_off(
-    turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
-) -> Completion:
-    """The reply hit ``max_tokens`` before its call was complete: re-asking under the same
-    limit would only cut again, so the text comes back with ``finish_reason: "length"``."""
-    turn.warn(
-        "the reply was cut off by max_tokens before a valid tool call was complete: "
-        + "; ".join(problems)
-    )
-    text = parsed.text.strip() if parsed else ""
-    return _with_choice(completion, 0, _answer(completion.message, text), "length")
-
-
-def give_up_error(turn: Turn, problems: Sequence[str]) -> ToolCallError:
-    return ToolCallError(
-        f"the model did not make a valid tool call after {turn.reasks} re-ask(s): "
-        + "; ".join(problems),
-        problems=problems,
-        attempts=turn.reasks + 1,
-    )
-
-
-async def _give_up(
-    turn: Turn, completion: Completion, problems: Sequence[str], parsed: ParsedReply | None
-) -> Completion:
-    """Re-asks are spent. A forced tool_choice fails; ``auto`` degrades to a text answer: the
-    reply's prose, or, when the reply was nothing but a broken call, an answer asked for
-    without tools (never the broken call's JSON as content)."""
-    if turn.request.choice.kind != "auto":
-        raise give_up_error(turn, problems)
-    summary = "; ".join(problems)
-    prose = parsed.text.strip() if parsed else ""
-    if prose and turn.caller_format is None:
-        turn.warn(
-            f"no valid tool call after {turn.reasks} re-ask(s), returned the text answer: {summary}"
-        )
-        return _with_choice(
-            completion, 0, _answer(completion.message, prose), completion.finish_reason
-        )
-    turn.warn(
-        f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: {summary}"
-    )
-    return await _answer_without_tools(turn)
-
-
-async def _decision(turn: Turn) -> Completion:
-    extra: list[Message] = []
-    while True:
-        completion = await turn.call(emulation_body(turn, extra))
-        parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
-        if turn.answer_now:
-            return await _answer_without_tools(turn)
-        if verdict.ok and verdict.calls:
-            return _with_choice(completion, 0, tool_call_message(verdict.calls), "tool_calls")
-        if verdict.ok:
-            # Decision "no tools" (explicit, or no call found): the final request without tools.
-            return await _answer_without_tools(turn)
-        if completion.finish_reason == "length" and turn.trimmed_reply is None:
-            return cut_off(turn, completion, verdict.problems, parsed)
-        if turn.reasks >= turn.max_reasks:
-            if turn.request.choice.kind == "auto":
-                turn.warn(
-                    f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: "
-                    + "; ".join(verdict.problems)
+        completion = await turn.call(emulation_body(turn, driver.messages))
+        attempt = whole_attempt(turn, completion)
+        if not driver.decision:
+            completion = _settle_others(turn, completion)
+        match steps.advance(turn, driver, attempt):
+            case steps.Reask():
+                continue
+            case steps.ReturnCalls(calls=calls):
+                return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")
+            case steps.ReturnText(text=text, finish=finish):
+                return _with_choice(completion, 0, _answer(completion.message, text), finish)
+            case steps.CutOff(text=text):
+                return _with_choice(completion, 0, _answer(completion.message, text), "length")
+            case steps.AnswerWithoutTools():
+                return await answer_without_calls(
+                    turn, partial(emulation_body, turn, instructions=False)
                 )
-                return await _answer_without_tools(turn)
-            raise give_up_error(turn, verdict.problems)
-        turn.reasks += 1
-        extra += _reask(turn, turn.trimmed_reply or completion.message.text, verdict.problems)
+            case steps.GiveUp(error=error):
+                raise error
+            case step:
+                assert_never(step)
+
+
+def _settle_others(turn: Turn, completion: Completion) -> Completion:
+    """Each further choice (``n`` > 1) as its calls or its prose (a broken call is never sent
+    as text); the first one is the driver's."""
+    choices = list(completion.choices)
+    for position, choice in enumerate(choices[1:], 1):
+        parsed, verdict = judge(turn, choice.message.text, choice.finish_reason)
+        if verdict.ok and verdict.calls:
+            choice = replace(choice, message=tool_call_message(verdict.calls))
+            choices[position] = replace(choice, finish_reason="tool_calls")
+        else:
+            choices[position] = replace(
+                choice, message=_answer(choice.message, parsed.text.strip())
+            )
+    return replace(completion, choices=tuple(choices))

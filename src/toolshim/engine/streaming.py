@@ -17,17 +17,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine import driver as steps
 from toolshim.engine import relay
-from toolshim.engine.emulate import (
-    check,
-    cut_off,
-    emulation_body,
-    give_up_error,
-    judge,
-)
+from toolshim.engine.emulate import check, emulation_body, whole_attempt
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
@@ -41,9 +36,8 @@ from toolshim.engine.stream_parts import (
     usage_chunks,
 )
 from toolshim.engine.turn import Turn, with_meta
-from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolshimError
-from toolshim.types import Message, Mode, StreamChunk
+from toolshim.types import Mode, StreamChunk
 from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import request_to_body
 
@@ -188,6 +182,9 @@ async def _passed_through(
 
 
 async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
+    """An emulated stream: each attempt read into an :class:`.driver.Attempt` (streamed, its prose
+    sent as it comes unless the driver holds it; a decision request whole, it is JSON), the
+    next step from the turn's :class:`.driver.TurnDriver`."""
     turn.mark_emulated()
     yield StreamChunk(role="assistant")
     request = turn.request
@@ -196,143 +193,69 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         async for chunk in stream_without_calls(turn, body):
             yield chunk
         return
-    if turn.strategy.value == "decision":
-        async for chunk in _decision(turn):
-            yield chunk
-        return
-    formatted = turn.caller_format is not None
-    forced = request.choice.kind in ("required", "function")
-    extra: list[Message] = []
-    streamed = ""  # prose already sent in earlier attempts
+    driver = steps.driver_for(turn)
     while True:
-        parser = turn.dialect.parser(request.function_tools, markup=turn.markup)
-        gate = TextGate(hold=formatted or forced or turn.reasks > 0)
-        calls: list[ParsedCall] = []
-        declined = False
-        finish: str | None = None
-        async for chunk in first_choice(turn, emulation_body(turn, extra, stream=True)):
-            finish = chunk.finish_reason or finish
-            if chunk.content:
-                for seg in parser.feed(chunk.content):
-                    declined |= seg.declined
-                    for text in texts([seg], calls, gate):
-                        yield StreamChunk(content=text)
-        for seg in parser.finish():
-            declined |= seg.declined
-            for text in texts([seg], calls, gate):
-                yield StreamChunk(content=text)
-        verdict = check(turn, calls, finish)
-        if turn.trimmed_reply is not None:
-            finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
-        if turn.answer_now:
-            async for chunk in _answer_without_tools(turn):
-                yield chunk
-            return
-        said = (gate.emitted + gate.held + gate.after_call).strip()
-        if verdict.ok and verdict.calls:
-            for chunk in call_chunks(verdict.calls):
-                yield chunk
-            yield StreamChunk(finish_reason="tool_calls")
-            break
-        if verdict.ok and (formatted or (declined and not said)):
-            # Answer again without tools: in the caller's response_format, or because the
-            # model only declined.
-            if formatted:
-                turn.warn(FORMAT_WARNING)
-            async for chunk in _answer_without_tools(turn):
-                yield chunk
-            return
-        if verdict.ok:
-            text = gate.flush(gate.held + gate.after_call)
-            if text:
-                yield StreamChunk(content=text)
-            yield StreamChunk(finish_reason=finish or "stop")
-            break
-        if finish == "length" or turn.reasks >= turn.max_reasks:
-            summary = "; ".join(verdict.problems)
-            if finish != "length" and not forced:
-                # auto: degrade to a text answer; never the broken call's JSON as content.
-                prose = (gate.held + gate.after_call).strip()
-                if formatted or not (streamed.strip() or gate.emitted.strip() or prose):
-                    turn.warn(
-                        f"no valid tool call after {turn.reasks} re-ask(s), answered without "
-                        f"tools: {summary}"
-                    )
-                    async for chunk in _answer_without_tools(turn):
-                        yield chunk
-                    return
-                turn.warn(
-                    f"no valid tool call after {turn.reasks} re-ask(s), "
-                    f"returned the text answer: {summary}"
-                )
-            elif finish != "length":
-                raise give_up_error(turn, verdict.problems)
-            else:
-                turn.warn(
-                    "the reply was cut off by max_tokens before a valid tool call was "
-                    f"complete: {summary}"
-                )
-            prose = gate.flush(gate.held + gate.after_call)
-            if prose and not streamed and not (forced and finish != "length"):
-                yield StreamChunk(content=prose)
-            yield StreamChunk(finish_reason=finish or "stop")
-            break
-        turn.reasks += 1
-        streamed += gate.emitted
-        correction = reask_message(
-            verdict.problems, request.function_tools, turn.dialect, turn.prompt_options
-        )
-        reply = turn.trimmed_reply or parser.received
-        extra += [Message("assistant", reply), Message("user", correction)]
+        gate = TextGate(hold=driver.hold_text)
+        if driver.decision:  # a JSON decision: read whole
+            attempt = whole_attempt(turn, await turn.call(emulation_body(turn, driver.messages)))
+        else:
+            parser = turn.dialect.parser(request.function_tools, markup=turn.markup)
+            calls: list[ParsedCall] = []
+            declined = False
+            finish = None
+            async for chunk in first_choice(
+                turn, emulation_body(turn, driver.messages, stream=True)
+            ):
+                finish = chunk.finish_reason or finish
+                if chunk.content:
+                    for seg in parser.feed(chunk.content):
+                        declined |= seg.declined
+                        for text in texts([seg], calls, gate):
+                            yield StreamChunk(content=text)
+            for seg in parser.finish():
+                declined |= seg.declined
+                for text in texts([seg], calls, gate):
+                    yield StreamChunk(content=text)
+            verdict = check(turn, calls, finish)
+            if turn.trimmed_reply is not None:
+                finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
+            attempt = steps.Attempt(
+                problems=verdict.problems,
+                calls=verdict.calls,
+                prose=gate.held + gate.after_call,
+                sent=gate.emitted,
+                declined=declined,
+                finish=finish,
+                truncated=finish == "length",
+                answer_now=turn.answer_now,
+                reply=turn.trimmed_reply or parser.received,
+            )
+        match steps.advance(turn, driver, attempt):
+            case steps.Reask():
+                continue
+            case steps.ReturnCalls(calls=valid):
+                for chunk in call_chunks(valid):
+                    yield chunk
+                yield StreamChunk(finish_reason="tool_calls")
+            case steps.ReturnText(text=text, finish=finish):
+                if text := gate.flush(text):
+                    yield StreamChunk(content=text)
+                yield StreamChunk(finish_reason=finish or "stop")
+            case steps.CutOff(text=text):
+                if text := gate.flush(text):
+                    yield StreamChunk(content=text)
+                yield StreamChunk(finish_reason="length")
+            case steps.AnswerWithoutTools():
+                async for chunk in _answer_without_tools(turn):
+                    yield chunk
+                return
+            case steps.GiveUp(error=error):
+                raise error
+            case step:
+                assert_never(step)
+        break
     async for chunk in usage_chunks(turn):
         yield chunk
-
-
-FORMAT_WARNING = "answered again without tools, in the caller's response_format"
-
-
-async def _decision(turn: Turn) -> AsyncIterator[StreamChunk]:
-    """Seed 001's decision request (not streamed: it is JSON), then the streamed final answer."""
-    extra: list[Message] = []
-    while True:
-        completion = await turn.call(emulation_body(turn, extra))
-        _, verdict = judge(turn, completion.message.text, completion.finish_reason)
-        if turn.answer_now:
-            async for chunk in _answer_without_tools(turn):
-                yield chunk
-            return
-        if verdict.ok and verdict.calls:
-            for chunk in call_chunks(verdict.calls):
-                yield chunk
-            yield StreamChunk(finish_reason="tool_calls")
-            async for chunk in usage_chunks(turn):
-                yield chunk
-            return
-        if verdict.ok or (turn.reasks >= turn.max_reasks and turn.request.choice.kind == "auto"):
-            if not verdict.ok:
-                turn.warn(
-                    f"no valid tool call after {turn.reasks} re-ask(s), answered without tools: "
-                    + "; ".join(verdict.problems)
-                )
-            async for chunk in _answer_without_tools(turn):
-                yield chunk
-            return
-        if completion.finish_reason == "length" and turn.trimmed_reply is None:
-            cut = cut_off(turn, completion, verdict.problems, None)
-            if cut.message.text:
-                yield StreamChunk(content=cut.message.text)
-            yield StreamChunk(finish_reason="length")
-            async for chunk in usage_chunks(turn):
-                yield chunk
-            return
-        if turn.reasks >= turn.max_reasks:
-            raise give_up_error(turn, verdict.problems)
-        turn.reasks += 1
-        correction = reask_message(
-            verdict.problems, turn.request.function_tools, turn.dialect, turn.prompt_options
-        )
-        reply = turn.trimmed_reply or completion.message.text
-        extra += [Message("assistant", reply), Message("user", correction)]
 
 
 def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:

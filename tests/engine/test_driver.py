@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.engine.helpers import request
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine import Engine
 from toolshim.engine.driver import (
     FORMAT_WARNING,
     AnswerWithoutTools,
@@ -23,6 +25,7 @@ from toolshim.engine.driver import (
     TurnDriver,
 )
 from toolshim.errors import ToolCallError
+from toolshim.testing import FakeUpstream, Reply
 from toolshim.types import Message
 
 CALL = ParsedCall("get_weather", {"city": "Paris"})
@@ -137,7 +140,7 @@ def test_the_reask_count_starts_from_the_turns_own() -> None:
 
 
 @dataclass(frozen=True)
-class Reply:
+class ModelReply:
     valid: bool
     with_calls: bool
     prose: str
@@ -149,7 +152,7 @@ class Reply:
 
 
 replies = st.builds(
-    Reply,
+    ModelReply,
     valid=st.booleans(),
     with_calls=st.booleans(),
     prose=st.sampled_from(["", " ", "Sunny.", " It is 20 C. ", "\n"]),
@@ -160,7 +163,7 @@ replies = st.builds(
 )
 
 
-def attempt(reply: Reply, *, streamed: bool, hold: bool) -> Attempt:
+def attempt(reply: ModelReply, *, streamed: bool, hold: bool) -> Attempt:
     sent, prose = "", reply.prose.strip()
     if streamed:
         cut = 0 if hold else min(reply.split, len(reply.prose))
@@ -179,7 +182,7 @@ def attempt(reply: Reply, *, streamed: bool, hold: bool) -> Attempt:
 
 
 def run(
-    config: dict[str, object], turn: Sequence[Reply], *, streamed: bool
+    config: dict[str, object], turn: Sequence[ModelReply], *, streamed: bool
 ) -> tuple[TurnDriver, Step, str]:
     """The driver, its last step, and all the prose sent before that step's text."""
     machine = driver(**config)
@@ -215,7 +218,7 @@ def test_streamed_and_whole_replies_reach_the_same_last_step(
     forced: bool,
     formatted: bool,
     decision: bool,
-    turn: list[Reply],
+    turn: list[ModelReply],
 ) -> None:
     config: dict[str, object] = {
         "max_reasks": max_reasks,
@@ -253,3 +256,32 @@ def test_streamed_and_whole_replies_reach_the_same_last_step(
             return
     assert type(whole_step) is type(stream_step)
     assert getattr(whole_step, "warning", None) == getattr(stream_step, "warning", None)
+
+
+# Through the engine: the decision strategy reads its JSON decision whole in both paths, so
+# streamed and not, a decision cut by max_tokens ends the same way.
+
+
+@pytest.mark.parametrize("max_reasks", [0, 2])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_decision_cut_by_max_tokens_ends_alike_streamed_or_not(
+    stream: bool, max_reasks: int
+) -> None:
+    cut = Reply(
+        'Checking first. {"tool_calls": [{"name": "get_weather", "arguments": {"ci',
+        finish_reason="length",
+    )
+    upstream = FakeUpstream([cut, "It is sunny."])
+    engine = Engine(
+        upstream, mode="force", strategy="decision", max_reasks=max_reasks, registry=":memory:"
+    )
+    if stream:
+        chunks = [c async for c in engine.astream(request(stream=True, max_tokens=20))]
+        text = "".join(c.content or "" for c in chunks)
+        finish = next(c.finish_reason for c in reversed(chunks) if c.finish_reason)
+        meta = chunks[-1].meta
+    else:
+        completion = await engine.acomplete(request(max_tokens=20))
+        text, finish, meta = completion.message.text, completion.finish_reason, completion.meta
+    assert (text, finish, upstream.calls) == ("Checking first.", "length", 1)
+    assert meta is not None and any("cut off by max_tokens" in w for w in meta.warnings)

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.stream_parts import TextGate, first_choice, texts, usage_chunks
+from toolshim.engine.stream_parts import StreamedReply, TextGate, first_choice, usage_chunks
 from toolshim.engine.turn import Turn
 from toolshim.types import Completion, Message, StreamChunk
 
@@ -85,7 +85,14 @@ def leak(turn: Turn, text: str) -> ParsedReply | None:
     return parsed if parsed.declined or offers_called_tool(turn, parsed.calls) else None
 
 
-def _reask(reply: str) -> list[Message]:
+def _reask_once(turn: Turn, extra: Sequence[Message], reply: str) -> list[Message] | None:
+    """The messages that ask again for a reply that was nothing but a call: once, within
+    ``max_reasks``. None when it was asked again already or the re-asks are spent: the call's
+    text is then the answer, with a warning."""
+    if extra or turn.reasks >= turn.max_reasks:
+        turn.warn(kept_warning(turn))
+        return None
+    turn.reasks += 1
     return [Message("assistant", reply), Message("user", NO_TOOLS_REASK)]
 
 
@@ -110,13 +117,10 @@ async def answer_without_calls(turn: Turn, body: Body) -> Completion:
             else:
                 turn.warn(kept_warning(turn))
         completion = replace(completion, choices=tuple(choices))
-        if not only_call:
+        again = _reask_once(turn, extra, completion.message.text) if only_call else None
+        if again is None:
             return completion
-        if extra or turn.reasks >= turn.max_reasks:
-            turn.warn(kept_warning(turn))
-            return completion
-        turn.reasks += 1
-        extra = _reask(completion.message.text)
+        extra = again
 
 
 async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamChunk]:
@@ -124,10 +128,8 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
     tools = turn.request.function_tools
     extra: list[Message] = []
     while True:
-        parser = turn.dialect.parser(tools, markup=turn.markup)
-        gate = TextGate()
-        calls: list[ParsedCall] = []
-        declined = False
+        reply = StreamedReply(turn.dialect.parser(tools, markup=turn.markup), TextGate())
+        gate = reply.gate
         finish: str | None = None
         async for chunk in first_choice(turn, body(extra)):
             finish = chunk.finish_reason or finish
@@ -136,27 +138,21 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
             if not tools:
                 yield StreamChunk(content=chunk.content)
                 continue
-            segments = parser.feed(chunk.content)
-            declined |= any(s.declined for s in segments)
-            for text in texts(segments, calls, gate):
+            for text in reply.feed(chunk.content):
                 yield StreamChunk(content=text)
         if tools:
-            segments = parser.finish()
-            declined |= any(s.declined for s in segments)
-            for text in texts(segments, calls, gate):
+            for text in reply.finish():
                 yield StreamChunk(content=text)
-            if not writes_a_call(turn, calls, declined):
+            if not writes_a_call(turn, reply.calls, reply.declined):
                 rest = gate.flush(gate.tail)
             elif (gate.emitted + gate.after_call).strip():
                 turn.warn(stripped_warning(turn))
                 rest = gate.flush(gate.after_call).rstrip()
-            elif not extra and turn.reasks < turn.max_reasks:
-                turn.reasks += 1
-                extra = _reask(parser.received)
+            elif (again := _reask_once(turn, extra, reply.parser.received)) is not None:
+                extra = again
                 continue
             else:
-                turn.warn(kept_warning(turn))
-                rest = parser.received
+                rest = reply.parser.received
             if rest:
                 yield StreamChunk(content=rest)
         yield StreamChunk(finish_reason=finish or "stop")

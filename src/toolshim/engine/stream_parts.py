@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from toolshim.dialects.extract import Segment
+from toolshim.dialects.extract import ReplyParser, Segment
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.errors import UpstreamError
@@ -16,6 +16,7 @@ __all__ = [
     "ARGUMENT_FRAGMENT",
     "NeedsEmulation",
     "Rejected",
+    "StreamedReply",
     "TextGate",
     "call_chunks",
     "first_choice",
@@ -132,6 +133,33 @@ def texts(segments: Sequence[Segment], calls: list[ParsedCall], gate: TextGate) 
             if text:
                 out.append(text)
     return out
+
+
+class StreamedReply:
+    """One emulated reply read as it streams (sans-IO): the dialect's parser, the prose through
+    a :class:`TextGate`, the calls and an explicit "no tool" collected."""
+
+    __slots__ = ("calls", "declined", "gate", "parser")
+
+    def __init__(self, parser: ReplyParser, gate: TextGate) -> None:
+        self.parser = parser
+        self.gate = gate
+        self.calls: list[ParsedCall] = []
+        self.declined = False
+
+    def feed(self, content: str) -> list[str]:
+        """The prose to send now, for the next piece of the reply."""
+        return self._read(self.parser.feed(content))
+
+    def finish(self) -> list[str]:
+        """The prose to send now that the reply has ended."""
+        return self._read(self.parser.finish())
+
+    def _read(self, segments: Sequence[Segment]) -> list[str]:
+        for seg in segments:
+            if seg.declined:
+                self.declined = True
+        return texts(segments, self.calls, self.gate)
 
 
 def call_chunks(calls: Sequence[ParsedCall]) -> list[StreamChunk]:

@@ -19,7 +19,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, assert_never
 
-from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import driver as steps
 from toolshim.engine import relay
 from toolshim.engine.emulate import check, emulation_body, whole_attempt
@@ -27,12 +26,12 @@ from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     Rejected,
+    StreamedReply,
     TextGate,
     call_chunks,
     first_choice,
     open_stream,
     raw_chunk,
-    texts,
     usage_chunks,
 )
 from toolshim.engine.turn import Turn, with_meta
@@ -195,41 +194,24 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         return
     driver = steps.driver_for(turn)
     while True:
-        gate = TextGate(hold=driver.hold_text)
         if driver.decision:  # a JSON decision: read whole
+            gate = TextGate(hold=True)
             attempt = whole_attempt(turn, await turn.call(emulation_body(turn, driver.messages)))
         else:
-            parser = turn.dialect.parser(request.function_tools, markup=turn.markup)
-            calls: list[ParsedCall] = []
-            declined = False
+            gate = TextGate(hold=driver.hold_text)
+            reply = StreamedReply(
+                turn.dialect.parser(request.function_tools, markup=turn.markup), gate
+            )
             finish = None
-            async for chunk in first_choice(
-                turn, emulation_body(turn, driver.messages, stream=True)
-            ):
+            request_body = emulation_body(turn, driver.messages, stream=True)
+            async for chunk in first_choice(turn, request_body):
                 finish = chunk.finish_reason or finish
                 if chunk.content:
-                    for seg in parser.feed(chunk.content):
-                        declined |= seg.declined
-                        for text in texts([seg], calls, gate):
-                            yield StreamChunk(content=text)
-            for seg in parser.finish():
-                declined |= seg.declined
-                for text in texts([seg], calls, gate):
-                    yield StreamChunk(content=text)
-            verdict = check(turn, calls, finish)
-            if turn.trimmed_reply is not None:
-                finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
-            attempt = steps.Attempt(
-                problems=verdict.problems,
-                calls=verdict.calls,
-                prose=gate.held + gate.after_call,
-                sent=gate.emitted,
-                declined=declined,
-                finish=finish,
-                truncated=finish == "length",
-                answer_now=turn.answer_now,
-                reply=turn.trimmed_reply or parser.received,
-            )
+                    for text in reply.feed(chunk.content):
+                        yield StreamChunk(content=text)
+            for text in reply.finish():
+                yield StreamChunk(content=text)
+            attempt = _streamed_attempt(turn, reply, finish)
         match steps.advance(turn, driver, attempt):
             case steps.Reask():
                 continue
@@ -256,6 +238,25 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         break
     async for chunk in usage_chunks(turn):
         yield chunk
+
+
+def _streamed_attempt(turn: Turn, reply: StreamedReply, finish: str | None) -> steps.Attempt:
+    """A streamed reply, read to its end, as an attempt: its prose held or already sent."""
+    verdict = check(turn, reply.calls, finish)
+    if turn.trimmed_reply is not None:
+        finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
+    gate = reply.gate
+    return steps.Attempt(
+        problems=verdict.problems,
+        calls=verdict.calls,
+        prose=gate.held + gate.after_call,
+        sent=gate.emitted,
+        declined=reply.declined,
+        finish=finish,
+        truncated=finish == "length",
+        answer_now=turn.answer_now,
+        reply=turn.trimmed_reply or reply.parser.received,
+    )
 
 
 def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:

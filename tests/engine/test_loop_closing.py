@@ -124,15 +124,38 @@ async def test_placeholders_to_the_end_fail_a_required_choice() -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_an_argument_the_schema_does_not_declare_is_reasked(stream: bool) -> None:
-    made_up = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome", "required": ["city"]}}]}'
-    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}]}'
-    upstream = FakeUpstream([made_up, real])
+async def test_an_argument_the_schema_does_not_declare_is_dropped_with_a_warning(
+    stream: bool,
+) -> None:
+    made_up = (
+        '{"tool_calls": [{"name": "get_weather", "arguments": '
+        '{"city": "Rome", "required": ["city"], "forecast": "sunny"}}]}'
+    )
+    upstream = FakeUpstream([made_up])
     engine = Engine(upstream, mode="force", registry=":memory:")
     _, calls = await answer(engine, body(USER), stream)
     assert calls == [("get_weather", '{"city": "Rome"}')]
-    reask = upstream.history[1]["messages"][-1]["content"]
-    assert "'get_weather' has no parameter 'required'; its parameters are 'city'" in reask
+    assert upstream.calls == 1
+    if not stream:
+        completion = await Engine(
+            FakeUpstream([made_up]), mode="force", registry=":memory:"
+        ).acomplete(body(USER))
+        assert completion.meta is not None
+        warnings = completion.meta.warnings
+        assert any(
+            "dropped argument(s) 'required', 'forecast' of 'get_weather'" in w for w in warnings
+        )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_misspelt_required_argument_is_still_reasked(stream: bool) -> None:
+    misspelt = '{"tool_calls": [{"name": "get_weather", "arguments": {"town": "Rome"}}]}'
+    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}]}'
+    upstream = FakeUpstream([misspelt, real])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    _, calls = await answer(engine, body(USER), stream)
+    assert calls == [("get_weather", '{"city": "Rome"}')]
+    assert "city" in upstream.history[1]["messages"][-1]["content"]
 
 
 async def test_extra_arguments_pass_where_the_schema_allows_them() -> None:
@@ -202,3 +225,20 @@ async def test_a_reply_cut_by_the_repeat_stop_keeps_its_call() -> None:
     completion = await engine.acomplete(body(USER, CALLED, RESULT))
     assert completion.text == "It is 18°C and sunny in Paris."
     assert upstream.calls == 3  # the repeat, its re-ask, the answer from the results
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_shaped_reply_with_a_name_no_tool_has_is_reasked_not_shown(
+    stream: bool,
+) -> None:
+    """Asked something no tool fits, the 0.5B wrote ``{"name": "thank you", "arguments": …}``:
+    the shape of a call, with a name no tool could have. It is re-asked as an unknown tool,
+    never sent to the user as text."""
+    spoken = '{"name": "thank you", "arguments": {"message": "..."}}'
+    upstream = FakeUpstream([spoken, "Gracias."])
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    question = {"role": "user", "content": "How do you say 'thank you' in Spanish?"}
+    text, calls = await answer(engine, body(question), stream)
+    assert (text, calls) == ("Gracias.", [])
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "'thank you'" in reask and "get_weather" in reask

@@ -67,7 +67,11 @@ class HermesDialect(Dialect):
         lines += choice_rules(
             options,
             decline=decline,
-            many="To make several calls, write one <tool_call></tool_call> block for each.",
+            many=(
+                "When the request asks for several things that do not depend on each other "
+                "(the same question about two cities, two people, two items), make all those "
+                "calls now, one <tool_call></tool_call> block for each."
+            ),
             max_calls=self.max_calls,
         )
         if options.results:

@@ -54,6 +54,7 @@ _DECLINE_NAMES = frozenset({"none", "null", "no_tool", "no tool", "nothing", ""}
 _CALL_ONLY_KEYS = ("tool", "tool_name", "toolname")
 """Name keys that make an object a call even without arguments and with an unknown name."""
 _NAME_CHARS = re.compile(r"[\w.\-:/]{1,128}")
+_SPOKEN_NAME = re.compile(r"[\w.\-:/' ]{1,64}")
 _CALL_HEAD = re.compile(r"[\w\-][\w.\-]*\s*\(")
 
 
@@ -135,7 +136,7 @@ def interpret_value(
 
     arg_key = next((k for k in ARG_KEYS if k in obj), None)
     name = index.canonical(name_value)
-    if _NAME_CHARS.fullmatch(name) is None:
+    if _NAME_CHARS.fullmatch(name) is None and not _named_call_shape(name, obj, arg_key):
         return NOT_A_CALL
     if arg_key is not None:
         arguments, problem = _arguments(obj[arg_key], budget)
@@ -160,6 +161,18 @@ def interpret_value(
         # {"tool": "x", ...} is only ever a call; {"name": "Ada", "age": 3} is data.
         return Interpretation((ParsedCall(name, flat, raw, None, repaired),))
     return NOT_A_CALL
+
+
+def _named_call_shape(name: str, obj: dict[str, Any], arg_key: str | None) -> bool:
+    """``{"name": "thank you", "arguments": {…}}``: a name no tool could have, in the exact
+    shape of a call. It is one (with an unknown tool, for the re-ask): a small model asked
+    something no tool fits writes this rather than an answer, and as text it would reach the
+    user as call JSON."""
+    return (
+        arg_key is not None
+        and isinstance(obj[arg_key], dict)
+        and _SPOKEN_NAME.fullmatch(name) is not None
+    )
 
 
 def _name_list(obj: dict[str, Any], index: ToolIndex, raw: str, repaired: bool) -> Interpretation:

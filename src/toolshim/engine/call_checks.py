@@ -14,9 +14,11 @@
   ``"string"``, the parameter's own name) is an invalid call, re-asked like any other: it is
   what a model writes when it copies the prompt's example instead of the conversation.
 * An argument the tool's schema does not declare (its ``properties`` list every parameter and
-  ``additionalProperties`` does not allow others) is re-asked, naming the parameters there
-  are: small models add the schema's own keywords (``"required": ["symbol"]``) or invent
-  parameters (``"phone": "098-765-4321"``), and a strict tool would reject the call.
+  ``additionalProperties`` does not allow others) is dropped, with a warning: small models add
+  the schema's own keywords (``"required": ["symbol"]``) or invent parameters (``"phone":
+  "098-765-4321"``, the answer they were meant to look up), a strict tool would reject the
+  call, and a re-ask at temperature 0 gets the same call back (measured on the agent suite:
+  six two-call tasks lost that way). What remains is validated like any call.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
@@ -33,7 +36,7 @@ from toolshim.types import ToolCall, ToolSpec
 __all__ = [
     "REPEAT_STOPS",
     "drop_repeats_in_reply",
-    "extra_argument_problems",
+    "drop_undeclared_arguments",
     "is_placeholder",
     "placeholder_problems",
     "repeat_problems",
@@ -170,28 +173,42 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     return problems
 
 
-def extra_argument_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]) -> list[str]:
-    """One problem per call that passes arguments its tool's schema does not declare."""
+def drop_undeclared_arguments(
+    calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]
+) -> tuple[list[ParsedCall], list[str]]:
+    """The calls less the arguments their tool's schema does not declare, and one warning per
+    call that lost some. Only where the schema lists every parameter (``properties`` given,
+    ``additionalProperties`` absent or false, no ``patternProperties``): such a tool would
+    reject them, and re-asking a small model rarely helps — at temperature 0 it writes the same
+    made-up ``"phone"`` again. The call that remains is validated as usual (a misspelt required
+    parameter is still a missing one, and re-asked)."""
     by_name = {t.name: t for t in tools}
-    problems: list[str] = []
+    kept: list[ParsedCall] = []
+    warnings: list[str] = []
     for call in calls:
-        tool = by_name.get(call.name)
-        if tool is None or not isinstance(call.arguments, Mapping):
+        extra = _undeclared(call, by_name.get(call.name))
+        if not extra:
+            kept.append(call)
             continue
-        declared = tool.parameters.get("properties")
-        others = tool.parameters.get("additionalProperties")
-        if not isinstance(declared, Mapping) or not declared or others not in (None, False):
-            continue  # a tool that declares no parameter says nothing about which it takes
-        if tool.parameters.get("patternProperties"):
-            continue
-        extra = [key for key in call.arguments if key not in declared]
-        if extra:
-            known = ", ".join(repr(k) for k in declared) or "(none)"
-            problems.append(
-                f"{call.name!r} has no parameter {', '.join(repr(k) for k in extra)}; its "
-                f"parameters are {known}. Pass only those, with values from the conversation"
-            )
-    return problems
+        arguments = {k: v for k, v in call.arguments.items() if k not in extra}
+        kept.append(replace(call, arguments=arguments, repaired=True))
+        warnings.append(
+            f"dropped argument(s) {', '.join(repr(k) for k in extra)} of {call.name!r}, "
+            "which its schema does not declare"
+        )
+    return kept, warnings
+
+
+def _undeclared(call: ParsedCall, tool: ToolSpec | None) -> list[str]:
+    if tool is None or call.problem is not None or not isinstance(call.arguments, Mapping):
+        return []
+    declared = tool.parameters.get("properties")
+    others = tool.parameters.get("additionalProperties")
+    if not isinstance(declared, Mapping) or not declared or others not in (None, False):
+        return []  # a tool that declares no parameter says nothing about which it takes
+    if tool.parameters.get("patternProperties"):
+        return []
+    return [key for key in call.arguments if key not in declared]
 
 
 def repeat_stops(turn: Turn) -> tuple[str, ...]:

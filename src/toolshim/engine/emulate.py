@@ -21,7 +21,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
-    extra_argument_problems,
+    drop_undeclared_arguments,
     placeholder_problems,
     repeat_problems,
     repeat_stops,
@@ -115,6 +115,10 @@ def check(
     ``native`` reply is held to the request's rules only, not to the dialect's)."""
     request = turn.request
     calls, finish = drop_repeats_in_reply(turn, calls, finish)
+    if not native:
+        calls, dropped = drop_undeclared_arguments(calls, request.function_tools)
+        for warning in dropped:
+            turn.warn(warning)
     verdict = validate_calls(
         calls,
         request.function_tools,
@@ -127,8 +131,7 @@ def check(
         turn.warn(warning)
     if native or not verdict.ok or not verdict.calls:
         return verdict
-    problems = extra_argument_problems(verdict.calls, request.function_tools)
-    problems += placeholder_problems(verdict.calls, request.function_tools)
+    problems = placeholder_problems(verdict.calls, request.function_tools)
     if not problems:
         problems += repeat_problems(turn, verdict.calls)
     if problems:

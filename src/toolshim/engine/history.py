@@ -141,7 +141,10 @@ def results_note(asked: bool) -> str:
 
 def _closing_without_tools(asked: bool) -> str:
     target = "the question" if asked else "the user"
-    return f"Answer {target} using these results, in plain words. Do not call a tool."
+    return (
+        f"Answer {target} using these results, in plain words, giving the values they hold "
+        "(numbers with their units, names, statuses). Do not call a tool."
+    )
 
 
 def fold_results(

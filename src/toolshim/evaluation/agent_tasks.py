@@ -97,7 +97,7 @@ _BASE: list[tuple[str, Kind, str, tuple[str, ...], tuple[str, ...], tuple[str, .
         "one_call",
         "Has order 1003 arrived yet?",
         ("lookup_order",),
-        (r"deliver",),
+        (r"deliver|has arrived|\byes\b",),
         ("lookup_order",),
     ),
     (

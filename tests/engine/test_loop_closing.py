@@ -215,6 +215,7 @@ async def test_a_request_after_results_stops_where_an_answered_call_is_written_a
     assert upstream.history[0]["stop"] == [
         "<tool_response>",
         '}\n{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        '}\n\n{"name": "get_weather", "arguments": {"city": "Paris"}}',
     ]
 
 

@@ -213,14 +213,17 @@ def _undeclared(call: ParsedCall, tool: ToolSpec | None) -> list[str]:
 
 def repeat_stops(turn: Turn) -> tuple[str, ...]:
     """Stop sequences that end a reply where, right after a call, it writes an answered call
-    again as a JSON line (``}\\n{"name": …, "arguments": …}``: the shape small models loop
-    in), for the latest :data:`REPEAT_STOPS` answered calls. The reply keeps its first call
-    (less the closing brace the stop sequence begins with, which the tolerant parser restores)."""
+    again as a JSON line (``}\n{"name": …, "arguments": …}``: the shape small models loop
+    in), for the latest :data:`REPEAT_STOPS` answered calls; the latest also with a blank line
+    between (``}\n\n{…``: Qwen's hermes blocks once their special tags are stripped). The
+    reply keeps its first call (less the closing brace the stop sequence begins with, which the
+    tolerant parser restores). Most important first: a request carries at most four stops."""
     stops: list[str] = []
-    for name, arguments in list(turn.answered_results)[-REPEAT_STOPS:][::-1]:
+    for rank, (name, arguments) in enumerate(list(turn.answered_results)[-REPEAT_STOPS:][::-1]):
         try:
             value = json.loads(arguments)
         except ValueError:
             continue
-        stops.append("}\n" + json.dumps({"name": name, "arguments": value}, ensure_ascii=False))
+        call = json.dumps({"name": name, "arguments": value}, ensure_ascii=False)
+        stops += ["}\n" + call, "}\n\n" + call] if rank == 0 else ["}\n" + call]
     return tuple(stops)

@@ -243,3 +243,26 @@ async def test_a_call_shaped_reply_with_a_name_no_tool_has_is_reasked_not_shown(
     assert (text, calls) == ("Gracias.", [])
     reask = upstream.history[1]["messages"][-1]["content"]
     assert "'thank you'" in reask and "get_weather" in reask
+
+
+@pytest.mark.parametrize(
+    ("result", "closing"),
+    [
+        ("18°C and sunny in Paris", "giving the values they hold (numbers with their units"),
+        ("Error: unknown city 'Pariss'", "The tool reported an error. Tell the user"),
+        ('{"error": "unknown city"}', "The tool reported an error. Tell the user"),
+    ],
+)
+async def test_the_answer_from_results_asks_for_their_values_or_what_failed(
+    result: str, closing: str
+) -> None:
+    """Asked for the answer without tools, the 0.5B left the temperature out ("cloudy"); asked
+    for values after an error, it made one up ("ZZZZ is 100"): the closing fits the results."""
+    repeat = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    upstream = FakeUpstream([repeat, repeat, "Done."])
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    errored = {**RESULT, "content": result}
+    completion = await engine.acomplete(body(USER, CALLED, errored))
+    assert completion.text == "Done." and upstream.calls == 3
+    last = upstream.history[2]["messages"][-1]["content"]
+    assert closing in last and result in last

@@ -139,12 +139,37 @@ def results_note(asked: bool) -> str:
     )
 
 
-def _closing_without_tools(asked: bool) -> str:
+def _closing_without_tools(asked: bool, errors: int, results: int) -> str:
+    """What to do with the results when no tool may be called: give their values (the 0.5B
+    otherwise answers "cloudy" for ``{"temperature_c": 24, "conditions": "cloudy"}``); when a
+    result is an error, say what failed (asked for values, it made one up: "ZZZZ is 100")."""
     target = "the question" if asked else "the user"
+    if errors and errors == results:
+        return (
+            "The tool reported an error. Tell the user, in plain words, what failed and why. "
+            "Do not call a tool."
+        )
+    failed = " If a result is an error, say what failed." if errors else ""
     return (
         f"Answer {target} using these results, in plain words, giving the values they hold "
-        "(numbers with their units, names, statuses). Do not call a tool."
+        f"(numbers with their units, names, statuses).{failed} Do not call a tool."
     )
+
+
+def is_error_result(text: str) -> bool:
+    """A tool result that reports a failure: text opening with ``error`` (the Anthropic codec
+    writes ``Error: `` for ``is_error``; agents commonly send ``Error: …``), or a JSON object
+    whose only key is ``error``."""
+    stripped = text.lstrip()
+    if stripped[:5].lower() == "error":
+        return True
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and list(value) == ["error"]
+    return False
 
 
 def fold_results(
@@ -171,7 +196,11 @@ def fold_results(
         elif message.role != "assistant" and message.text.strip():
             lines.append(message.text.strip())
     asked = bool(question.strip())
-    lines.append(results_note(asked) if instructions else _closing_without_tools(asked))
+    results = [m for m in after if m.role in _RESULT_ROLES]
+    errors = sum(is_error_result(m.text) for m in results)
+    lines.append(
+        results_note(asked) if instructions else _closing_without_tools(asked, errors, len(results))
+    )
     before = messages[:index] if index > 0 else ()
     earlier = rewrite_history(before, dialect, instructions) if before or instructions else ()
     folded = Message("user", "\n\n".join(lines))

@@ -274,3 +274,16 @@ def test_any_json_is_decoded_or_rejected_as_a_bad_request(
     except (InvalidRequestError, ConfigError):
         return
     request_to_body(decoded.request)
+
+
+@pytest.mark.parametrize("source", [1, "text", None, [], {"type": "base64"}])
+def test_a_document_block_whose_source_is_not_text_is_a_bad_request(source: Any) -> None:
+    """Found by the property test above: a ``document`` whose ``source`` is not an object
+    raised AttributeError (a 500) instead of a 400."""
+    payload = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": [{"type": "document", "source": source}]}],
+    }
+    with pytest.raises(InvalidRequestError, match="document"):
+        CODEC.decode(payload)

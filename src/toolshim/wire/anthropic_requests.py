@@ -66,8 +66,9 @@ def _part(block: Any, where: str) -> dict[str, Any]:
         return {"type": "text", "text": str(block.get("text") or "")}
     if kind == "image":
         return _image_part(block, where)
-    if kind == "document" and (block.get("source") or {}).get("type") == "text":
-        return {"type": "text", "text": str(block["source"].get("data") or "")}
+    source = block.get("source") if kind == "document" else None
+    if isinstance(source, Mapping) and source.get("type") == "text":
+        return {"type": "text", "text": str(source.get("data") or "")}
     raise _bad(f"{where}: a block of type {kind!r} cannot be sent here", where)
 
 

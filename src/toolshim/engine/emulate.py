@@ -208,6 +208,8 @@ async def emulate(turn: Turn) -> Completion:
 def _settle_others(turn: Turn, completion: Completion) -> Completion:
     """Each further choice (``n`` > 1) as its calls or its prose (a broken call is never sent
     as text); the first one is the driver's."""
+    if len(completion.choices) < 2:
+        return completion
     choices = list(completion.choices)
     for position, choice in enumerate(choices[1:], 1):
         parsed, verdict = judge(turn, choice.message.text, choice.finish_reason)

@@ -147,11 +147,12 @@ class StreamedReply:
         self.calls: list[ParsedCall] = []
         self.declined = False
 
-    def feed(self, content: str) -> list[str]:
+    def feed(self, content: str) -> Sequence[str]:
         """The prose to send now, for the next piece of the reply."""
-        return self._read(self.parser.feed(content))
+        segments = self.parser.feed(content)
+        return self._read(segments) if segments else ()
 
-    def finish(self) -> list[str]:
+    def finish(self) -> Sequence[str]:
         """The prose to send now that the reply has ended."""
         return self._read(self.parser.finish())
 

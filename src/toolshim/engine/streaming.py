@@ -6,8 +6,9 @@
   the whole reply first).
 * Emulated: text streams as it arrives (except where it may not be the answer: under a forced
   ``tool_choice``, in an attempt after a re-ask, or when the caller asked for a
-  ``response_format``); calls are validated when the reply ends, re-asked if needed, and sent
-  as ``tool_calls`` deltas, id/type/name first, then argument fragments.
+  ``response_format``); calls are validated when the reply ends and sent as ``tool_calls``
+  deltas, id/type/name first, then argument fragments. What follows each reply (re-ask,
+  return, degrade) is decided by :mod:`toolshim.engine.driver`, as for a whole reply.
 
 The last chunk always carries the ``toolshim`` metadata; each stream opens with one role chunk.
 """

@@ -283,3 +283,13 @@ def test_adversarial_text_never_raises_and_streams_like_whole(
     for call in d.parse(reply, TOOLS).calls:
         if call.problem is None:
             call.arguments_json  # noqa: B018 - a call without a problem always serialises
+
+
+@pytest.mark.parametrize("dialect", available_dialects())
+def test_a_bracket_closing_where_a_streamed_piece_ends_is_not_cut_off(dialect: str) -> None:
+    """Found by the property test above: fed a character at a time, every call whose closing
+    brace ended a piece was decoded as cut off, spending the reply's few cut-off repairs, so
+    the truly cut-off tail came out as text streamed and as a call whole."""
+    d = get_dialect(dialect)
+    reply = '}}{"name": "get_weather", "arguments": {"city": ' * 5
+    assert streamed(d.parser(TOOLS), list(reply)) == whole(d, reply, TOOLS)

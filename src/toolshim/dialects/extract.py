@@ -169,7 +169,13 @@ class ReplyParser:
 
     def decode(self, start: int, end: int) -> tuple[object, bool] | None:
         completed = ""
-        if end >= len(self._buf) and self._buf[start : start + 1] in ("{", "[", "("):
+        if (
+            end >= len(self._buf)
+            and self._buf[start : start + 1] in ("{", "[", "(")
+            and self.close_of(start) == OPEN
+        ):
+            # Cut off: the text runs to the end still inside the bracket. (A bracket that
+            # closes exactly where a streamed piece ends is complete, not cut off.)
             completed = self._brackets.completed(self._buf, start)
         return decode_value(
             self._buf[start:end], completed=completed, budget=self.budget, fixer=self._fix_quotes

@@ -266,3 +266,15 @@ async def test_the_answer_from_results_asks_for_their_values_or_what_failed(
     assert completion.text == "Done." and upstream.calls == 3
     last = upstream.history[2]["messages"][-1]["content"]
     assert closing in last and result in last
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_empty_reply_after_results_is_asked_again_without_tools(stream: bool) -> None:
+    """Qwen2.5-Coder-1.5B under pythonic began its answer with a made-up ``Tool result:``; the
+    stop sequence leaves nothing, and an empty answer is no answer to an agent."""
+    upstream = FakeUpstream(["", "It is 18°C and sunny in Paris."])
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=":memory:")
+    text, calls = await answer(engine, body(USER, CALLED, RESULT), stream)
+    assert (text, calls) == ("It is 18°C and sunny in Paris.", [])
+    assert "Tool result:" in upstream.history[0]["stop"]
+    assert "Do not call a tool" in upstream.history[1]["messages"][-1]["content"]

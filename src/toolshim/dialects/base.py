@@ -34,9 +34,11 @@ class Dialect(ABC):
     """Report ``[f(x=1)]`` with an unknown ``f`` as a wrong call rather than prose."""
     empty_list_declines: ClassVar[bool] = False
     """A reply that starts with ``[]`` says that no tool is needed."""
-    stop_sequences: ClassVar[tuple[str, ...]] = ("Tool result for ",)
+    stop_sequences: ClassVar[tuple[str, ...]] = ("Tool result for ", "Tool result:")
     """Where a reply must end: the start of a tool result as :meth:`render_result` writes it
-    (a model that goes on past its call writes the result it imagines)."""
+    (a model that goes on past its call writes the result it imagines), or as the model
+    abbreviates it (Qwen2.5-Coder-1.5B under pythonic answered a dependent question with three
+    made-up ``Tool result: {…}`` lines)."""
 
     @abstractmethod
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:

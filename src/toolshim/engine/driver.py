@@ -38,6 +38,7 @@ from toolshim.errors import ToolCallError
 from toolshim.types import Message, Strategy
 
 __all__ = [
+    "EMPTY_WARNING",
     "FORMAT_WARNING",
     "AnswerWithoutTools",
     "Attempt",
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 FORMAT_WARNING = "answered again without tools, in the caller's response_format"
+EMPTY_WARNING = "the reply was empty; answered again without tools"
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,13 @@ class TurnDriver:
             return AnswerWithoutTools()
         if self.formatted:
             return AnswerWithoutTools(FORMAT_WARNING)
-        if attempt.declined and not (attempt.sent + attempt.prose).strip():
-            return AnswerWithoutTools()  # declined without answering
+        if not (attempt.sent + attempt.prose).strip():
+            if attempt.declined:
+                return AnswerWithoutTools()  # declined without answering
+            if attempt.finish != "length":
+                # Nothing at all (a reply that began with a made-up result ends at its stop
+                # sequence): an empty answer is no answer; ask for one without tools.
+                return AnswerWithoutTools(EMPTY_WARNING)
         return ReturnText(attempt.prose, attempt.finish)
 
     def _give_up(self, attempt: Attempt, summary: str) -> Step:

@@ -59,6 +59,8 @@ FAMILIES = {
     '</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
     "harmony": "<|start|>assistant<|channel|>commentary to=functions.get_weather "
     '<|constrain|>json<|message|>{"city": "Paris", "days": 3}<|call|>',
+    "harmony-recipient-first": "<|start|>assistant to=functions.get_weather<|channel|>commentary json"
+    '<|message|>{"city": "Paris", "days": 3}<|call|>',
     "harmony-glued-json": "<|channel|>commentary to=functions.get_weatherjson<|message|>"
     '{"city": "Paris", "days": 3}',
     "gemma": '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>',
@@ -76,6 +78,11 @@ FAMILIES = {
     '"type": "get_weather"}]',
     "functiongemma": "<start_function_call>call:get_weather{city:<escape>Paris<escape>,days:3}"
     "<end_function_call>",
+    "functiongemma-no-call-keyword": "<start_function_call>get_weather{city:<escape>Paris<escape>,"
+    "days:3}</end_function_call>",
+    "tool-named-tag": '<toolcall><get_weather>{"city": "Paris", "days": 3}</get_weather></toolcall>',
+    "name-tag-then-parameters": "<name>get_weather\n</parameter>\n<parameter=city>\nParis\n"
+    "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>",
     "invoke-name": "<function_call>\n<invoke_name>get_weather</invoke_name>\n<parameters>\n"
     "<city>Paris</city>\n<days>3</days>\n</parameters>\n</function_call>",
     "arrow": '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n  --days 3\n}}\n'
@@ -228,6 +235,11 @@ LOOPING = [
     "<invoke_name>get_weather</invoke_name><parameters><city>",
     "get_weather\n{",
     "<start_function_call>call:get_weather{city:<escape>",
+    "<start_function_call>get_weather{",
+    "<get_weather>",
+    "<get_weather>{",
+    "<name>get_weather</parameter>",
+    "<toolcall><get_wea",
 ]
 
 

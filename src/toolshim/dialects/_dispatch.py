@@ -7,6 +7,13 @@ import re
 from typing import Protocol
 
 from toolshim.dialects._host import NEED, Host, Resolution
+from toolshim.dialects._named import (
+    GEMMA_OPENERS,
+    NAME_TAG,
+    read_gemma_opener,
+    read_name_tag,
+    read_tool_tag,
+)
 from toolshim.dialects._native import (
     INVOKE_NAME,
     INVOKE_PREFIXES,
@@ -92,6 +99,9 @@ def read_tag(host: TagHost, t: int, final: bool) -> Resolution:
         return read_kimi(host, t, t + len(KIMI_CALL), final)
     if low.startswith(INVOKE_PREFIXES):
         return read_invoke(host, t, final)
+    for opener in GEMMA_OPENERS:
+        if low.startswith(opener):
+            return read_gemma_opener(host, t, opener, final)
     for marker, lowered in _MARKERS_LOW:
         if low.startswith(lowered):
             return read_marker(host, t, marker, final)
@@ -109,4 +119,6 @@ def read_tag(host: TagHost, t: int, final: bool) -> Resolution:
         return read_invoke_name(host, t, final)
     if low.startswith(DEEPSEEK_OPEN):
         return read_deepseek(host, t, final)
-    return None, t + 1
+    if low.startswith(NAME_TAG):
+        return read_name_tag(host, t, final)
+    return read_tool_tag(host, t, final)

@@ -80,7 +80,7 @@ _INVOKE_PARAMETER_END = re.compile(
     r"</(?:｜DSML｜|antml:)?parameter\s*>|<(?:｜DSML｜|antml:)?parameter\s", re.IGNORECASE
 )
 
-_GEMMA_END = re.compile(r"<tool_call\|>|<end_function_call>", re.IGNORECASE)
+_GEMMA_END = re.compile(r"<tool_call\|>|</?end_function_call>", re.IGNORECASE)
 
 
 # -- GLM ---------------------------------------------------------------------------------------
@@ -280,7 +280,8 @@ def _gemma_end_partial(rest: str) -> bool:
     s = rest.lstrip().lower()
     if not s:
         return len(rest) < 24  # only spaces so far: a closing token may follow
-    return any(token.startswith(s) for token in ("<tool_call|>", "<end_function_call>"))
+    ends = ("<tool_call|>", "<end_function_call>", "</end_function_call>")
+    return any(token.startswith(s) for token in ends)
 
 
 # -- <invoke_name> -------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ MARKERS = (
     "<tool_call|>",
     "<start_function_call>",
     "<end_function_call>",
+    "</end_function_call>",
     "<function_calls>",
     "</function_calls>",
     "</invoke>",
@@ -100,6 +101,8 @@ MARKERS = (
     "<|tool▁calls▁begin|>",
     "<tool_use>",
     "</tool_use>",
+    "<toolcall>",
+    "</toolcall>",
 )
 """Tokens that carry no content of their own: dropped wherever they appear."""
 
@@ -398,9 +401,22 @@ def harmony_name(index: ToolIndex, name: str) -> str:
     return index.canonical(name)
 
 
+_HARMONY_WORDS = (
+    "<|constrain|>",
+    "<|message|>",
+    "<|channel|>",
+    "commentary",
+    "analysis",
+    "json",
+    "code",
+)
+"""What the header after ``to=functions.NAME`` is made of (the recipient may come before
+``<|channel|>``: ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>``)."""
+
+
 def _partial_harmony(rest: str) -> bool:
     low = rest.lower()
-    return any(w.startswith(low) for w in ("<|constrain|>", "<|message|>", "commentary", "json"))
+    return any(w.startswith(low) for w in _HARMONY_WORDS)
 
 
 def read_deepseek(host: Host, t: int, final: bool) -> Resolution:

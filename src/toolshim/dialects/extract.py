@@ -40,6 +40,7 @@ from typing import Any
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
 from toolshim.dialects._dispatch import read_fence, read_tag
+from toolshim.dialects._named import NAME_TAG
 from toolshim.dialects._native import (
     ARROW_OPEN,
     INVOKE_NAME,
@@ -86,7 +87,7 @@ _LINE_LEAD = re.compile(
 )
 """What may precede a bare call on its line: spaces and marker tokens."""
 _HOLD_PREFIXES = tuple(
-    p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS, ARROW_OPEN, INVOKE_NAME)
+    p.lower() for p in (*TAG_PREFIXES, "```", *_BRACKET_MARKERS, ARROW_OPEN, INVOKE_NAME, NAME_TAG)
 )
 _HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
 """Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""

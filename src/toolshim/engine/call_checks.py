@@ -19,6 +19,14 @@
   "098-765-4321"``, the answer they were meant to look up), a strict tool would reject the
   call, and a re-ask at temperature 0 gets the same call back (measured on the agent suite:
   six two-call tasks lost that way). What remains is validated like any call.
+* A call written beside others with an identifier none of the conversation holds
+  (:func:`hold_back_made_up`) is held back: ``list_orders(user_id="12345")`` beside the
+  ``find_user`` call whose result holds the real id (the 1.5B's two-dependent-call failure).
+  The model asks for it again once the results are in. Only identifiers (a digit, a parameter
+  named ``…id``) and only beside a call whose values are grounded: a lone call with values
+  nobody said is often meant (``AAPL`` for Apple, ``CET`` for Paris), and a re-ask of the
+  1.5B's made-up calls on questions no tool fits got another made-up call, not an answer
+  (measured: 0 of 10 mended).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ __all__ = [
     "REPEAT_STOPS",
     "drop_repeats_in_reply",
     "drop_undeclared_arguments",
+    "hold_back_made_up",
     "is_placeholder",
     "placeholder_problems",
     "repeat_problems",
@@ -227,3 +236,91 @@ def repeat_stops(turn: Turn) -> tuple[str, ...]:
         call = json.dumps({"name": name, "arguments": value}, ensure_ascii=False)
         stops += ["}\n" + call, "}\n\n" + call] if rank == 0 else ["}\n" + call]
     return tuple(stops)
+
+
+_WORD = re.compile(r"[^\W_]+")
+_STEM = 5
+"""Words this long or longer match on their first letters (``cities``/``city`` do not, but
+``forecasts``/``forecast`` do); shorter ones must match whole."""
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _conversation_words(turn: Turn) -> set[str]:
+    words: set[str] = set()
+    for message in turn.request.messages:
+        words |= _words(message.text)
+        for tool_call in message.tool_calls:
+            words |= _words(tool_call.arguments)
+    return words | {w[:_STEM] for w in words if len(w) >= _STEM}
+
+
+def _value_grounded(value: Any, said: set[str]) -> bool:
+    words = _words(value if isinstance(value, str) else json.dumps(value))
+    return not words or any(w in said or (len(w) >= _STEM and w[:_STEM] in said) for w in words)
+
+
+def _judged_values(call: ParsedCall, tool: ToolSpec) -> list[tuple[str, Any]]:
+    """The call's scalar values that must come from somewhere: not a boolean, not one the
+    schema itself offers (``enum``, ``const``, ``default``), not a placeholder (re-asked
+    already)."""
+    properties = tool.parameters.get("properties")
+    schemas = properties if isinstance(properties, Mapping) else {}
+    out = []
+    for key, value in call.arguments.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        schema = schemas.get(key)
+        if isinstance(schema, Mapping) and (
+            "enum" in schema or "const" in schema or schema.get("default") == value
+        ):
+            continue
+        out.append((key, value))
+    return out
+
+
+def _ungrounded(call: ParsedCall, tool: ToolSpec | None, said: set[str]) -> list[str]:
+    """The call's judged values as ``key=value`` when none of them is grounded, else []."""
+    if tool is None or not isinstance(call.arguments, Mapping):
+        return []
+    judged = _judged_values(call, tool)
+    if not judged or any(_value_grounded(value, said) for _, value in judged):
+        return []
+    return [f"{key}={value!r}" for key, value in judged]
+
+
+def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall]) -> list[ParsedCall]:
+    """The calls less those written beside grounded ones with a made-up identifier (see the
+    module docstring). Only under ``tool_choice: "auto"``: a forced call is wanted whatever
+    its values."""
+    if turn.request.choice.kind != "auto" or len(calls) < 2:
+        return list(calls)
+    by_name = {t.name: t for t in turn.request.function_tools}
+    said = _conversation_words(turn)
+    made_up = {
+        i: bad
+        for i, c in enumerate(calls)
+        if (bad := _ungrounded(c, by_name.get(c.name), said)) and _identifier_like(c)
+    }
+    if not made_up or len(made_up) == len(calls):
+        return list(calls)
+    for i in made_up:
+        turn.warn(
+            f"held back {calls[i].name}({', '.join(made_up[i])}): none of its values is in "
+            "the conversation yet (it needs a result of the calls returned with it)"
+        )
+    return [c for i, c in enumerate(calls) if i not in made_up]
+
+
+def _identifier_like(call: ParsedCall) -> bool:
+    """A string with a digit, or a value under a parameter named as an id: what a model invents
+    for a value it has yet to look up (``"12345"``, ``user_id``). Numbers are not: ``add(1, 2)``
+    is arithmetic, not a look-up."""
+    return any(
+        (isinstance(value, str) and any(ch.isdigit() for ch in value))
+        or re.search(r"(^|_)ids?$", key.lower()) is not None
+        for key, value in call.arguments.items()
+        if not isinstance(value, bool)
+    )

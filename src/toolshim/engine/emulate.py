@@ -22,6 +22,7 @@ from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
     drop_undeclared_arguments,
+    hold_back_made_up,
     placeholder_problems,
     repeat_problems,
     repeat_stops,
@@ -134,6 +135,8 @@ def check(
     problems = placeholder_problems(verdict.calls, request.function_tools)
     if not problems:
         problems += repeat_problems(turn, verdict.calls)
+    if not problems:
+        verdict = replace(verdict, calls=tuple(hold_back_made_up(turn, verdict.calls)))
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict

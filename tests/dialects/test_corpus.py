@@ -55,6 +55,14 @@ def test_streamed_equals_whole(fixture: Fixture, dialect: str) -> None:
         assert streamed(d.parser(fixture.tools), pieces) == expected, cut
 
 
+@pytest.mark.parametrize("dialect", available_dialects())
+def test_every_dialect_streams_the_corpus_like_whole(dialect: str) -> None:
+    d = get_dialect(dialect)
+    for fixture in CORPUS:
+        expected = whole(d, fixture.output, fixture.tools)
+        assert streamed(d.parser(fixture.tools), list(fixture.output)) == expected, fixture.id
+
+
 def test_unknown_tools_are_reported_not_dropped() -> None:
     fixture = next(f for f in CORPUS if f.id == "ollama-11381-qwen3-hallucinated-tool")
     parsed = get_dialect("hermes").parse(fixture.output, fixture.tools)

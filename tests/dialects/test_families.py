@@ -268,6 +268,16 @@ def test_the_shipped_profile_names_the_family_markup() -> None:
         ("gpt-oss:20b", "harmony"),
         ("llama3.2:3b", "pythonic"),
         ("mistral-small3.2:24b", "mistral"),
+        ("deepseek-ai/DeepSeek-V3.1", "deepseek"),
+        ("deepseek-v3:671b", "deepseek"),
+        ("deepseek-v3.2", "deepseek-dsml"),
+        ("Salesforce/Llama-xLAM-2-8b-fc-r", "json"),
+        ("LiquidAI/LFM2-1.2B", "pythonic"),
+        ("ByteDance-Seed/Seed-OSS-36B-Instruct", "qwen3-coder"),
+        ("glm-4.6", "glm"),
+        ("moonshotai/Kimi-K2-Instruct", "kimi-k2"),
+        ("MiniMaxAI/MiniMax-M2", "invoke-xml"),
+        ("google/functiongemma-270m-it", "gemma"),
     ]:
         fact = table.match(model).markup
         assert fact is not None and (fact.value, fact.source) == (markup, Source.PROFILE), model

@@ -181,6 +181,10 @@ FAMILY_MARKUPS: Mapping[str, str] = {
     "glm": "glm",
     "kimi-k2": "kimi-k2",
     "deepseek-v3.2": "deepseek-dsml",
+    "deepseek-v3": "deepseek",
+    "xlam": "json",
+    "lfm2": "pythonic",
+    "seed-oss": "qwen3-coder",
     "minimax": "invoke-xml",
     "gemma4": "gemma",
 }

@@ -134,3 +134,37 @@ def test_setting_a_fact_while_the_store_is_away_is_an_error_not_a_silent_loss() 
     assert result.exit_code == 1
     assert "could not be written" in result.stderr
     assert "s3cret" not in result.output
+
+
+def test_a_long_outage_drops_learned_writes_first_never_what_a_person_set_or_forgot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past MAX_PENDING waiting writes the oldest learned ones go; a user's setting and a
+    forget (``toolshim models forget``, chat's /forget) are written back whatever their age."""
+    import toolshim.capabilities.registry as registry_module
+
+    monkeypatch.setattr(registry_module, "MAX_PENDING", 3)
+    with running("redis") as server:
+        assert isinstance(server, RedisServer)
+        url = server.new_database()
+        registry = Registry.open(url)
+        try:
+            registry.learn(UP, "gone", "native_tools", "no", Source.RUNTIME_ERROR)
+            registry.flush()
+            server.stop()
+            registry.learn("*", "mine", "dialect", "pythonic", Source.USER)
+            registry.forget(None, "gone")
+            for n in range(6):
+                registry.learn(UP, f"learned-{n}", "native_tools", "no", Source.RUNTIME_ERROR)
+            assert eventually(lambda: not registry.available)
+            assert registry.pending == 3
+            server.start()
+            assert eventually(lambda: registry.pending == 0 and registry.available, 30)
+            store = open_store(url)
+            try:
+                stored = sorted(m for _, m, _ in store.snapshot())
+            finally:
+                store.close()
+            assert stored == ["learned-5", "mine"]
+        finally:
+            registry.close()

@@ -1,9 +1,11 @@
 """Two real `toolshim serve` replicas sharing PostgreSQL, then Redis, in front of one scripted
-upstream: what one learns the other acts on; the store going away fails no request; what was
-learned meanwhile is in the store once it is back."""
+upstream: what one learns the other acts on; a Responses API conversation begun on one goes on
+through the other; the store going away fails no request; what was learned meanwhile is in the
+store once it is back."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -91,6 +93,29 @@ def calls_for(upstream: FakeUpstreamProcess, model: str) -> list[bool]:
     ]
 
 
+def converse_across(first: Process, second: Process, upstream: FakeUpstreamProcess) -> None:
+    """A Responses API conversation begun on ``first`` continues on ``second``: the response
+    behind ``previous_response_id`` is in the shared store, not in ``first``'s memory."""
+    word = f"kumquat-{uuid.uuid4().hex[:8]}"
+    model = f"chat-{uuid.uuid4().hex[:8]}"
+    one = httpx.post(
+        first.url + "/responses",
+        json={"model": model, "input": f"Remember the word {word}."},
+        timeout=60,
+    )
+    assert one.status_code == 200, one.text
+    two = httpx.post(
+        second.url + "/responses",
+        json={"model": model, "input": "Which word?", "previous_response_id": one.json()["id"]},
+        timeout=60,
+    )
+    assert two.status_code == 200, two.text
+    assert two.json()["previous_response_id"] == one.json()["id"]
+    asked = [r for r in upstream.history()["requests"] if r.get("model") == model]
+    assert len(asked) == 2
+    assert word in json.dumps(asked[1]["messages"])  # the first turn went along
+
+
 def stored(url: str) -> dict[str, str]:
     store = open_store(url)
     try:
@@ -119,6 +144,7 @@ def test_two_replicas_share_what_they_learn_and_outlive_the_store(
             meta = ask(b, model)
             assert (meta["llm_calls"], meta["emulated"]) == (1, True)
             assert calls_for(upstream, model) == [True, False, False]
+            converse_across(a, b, upstream)
 
             server.stop()
             # Both keep serving what they know, and keep learning in memory.

@@ -169,6 +169,12 @@ class Registry:
         return self._down is None
 
     @property
+    def outage(self) -> str | None:
+        """Why the store cannot be used now (None while it can): what a command that must
+        read the store itself, such as ``toolshim models list``, reports."""
+        return self._down
+
+    @property
     def pending(self) -> int:
         """How many writes wait for the store."""
         return len(self._pending)
@@ -241,6 +247,7 @@ class Registry:
                 self._went_down(exc)
             else:
                 self._replace({(s, model) for s in stale}, [(u, model, f) for u, f in rows], now)
+                self._came_back()
         with self._lock:
             return [
                 (scope, fact)
@@ -338,6 +345,7 @@ class Registry:
             else:
                 keys = {(u, m) for u, m, _ in rows} | set(self._layers)
                 self._replace(keys, rows, time.monotonic())
+                self._came_back()
         with self._lock:
             rows = [(u, m, f) for (u, m), found in self._layers.items() for f in found.values()]
         return [e for e in standing_entries(rows) if upstream in (None, e[0])]
@@ -443,7 +451,8 @@ class Registry:
 
     def _drop_oldest_learned(self) -> None:
         for index, op in enumerate(self._pending):
-            if not (isinstance(op, Put) and op.fact.source is Source.USER):
+            # Learned facts and models seen may go; a person's settings and forgets never do.
+            if isinstance(op, Seen) or (isinstance(op, Put) and op.fact.source is not Source.USER):
                 del self._pending[index]
                 log.warning(
                     "more than %d writes wait for the capability store; dropped the oldest",
@@ -455,7 +464,10 @@ class Registry:
         return self._down is None or now >= self._retry_at
 
     def _replay(self) -> bool:
-        """Write the queue, oldest first; False (and the store marked away) on a failure."""
+        """Write the queue, oldest first; False (and the store marked away) on a failure.
+        The store is said to be back only once a write reached it (an empty queue proves
+        nothing)."""
+        wrote = False
         while True:
             with self._lock:
                 if not self._pending:
@@ -469,6 +481,7 @@ class Registry:
                     self._attempts += 1
                     self._flushed.notify_all()
                 return False
+            wrote = True
             with self._lock:
                 if self._pending and self._pending[0] is op:
                     self._pending.popleft()
@@ -476,7 +489,8 @@ class Registry:
         with self._lock:
             self._attempts += 1
             self._flushed.notify_all()
-        self._came_back()
+        if wrote:
+            self._came_back()
         return True
 
     def _replace(
@@ -512,6 +526,7 @@ class Registry:
                 rows = self._store.snapshot()
                 self._replace(set(self._layers) | {(u, m) for u, m, _ in rows}, rows, 0.0)
                 self._mirrored = True
+                self._came_back()
         except StoreError as exc:
             self._went_down(exc)
             return False

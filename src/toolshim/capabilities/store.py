@@ -54,6 +54,7 @@ __all__ = [
     "layers_by_name",
     "open_store",
     "redact_url",
+    "scrub",
     "standing_entries",
 ]
 
@@ -198,6 +199,15 @@ def redact_url(url: str) -> str:
     return parts._replace(netloc=f"{shown}@{hostport}").geturl()
 
 
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` (a URL's password, as written or percent-decoded) as ``***``."""
+    if not secret:
+        return text
+    for form in {secret, unquote(secret)}:
+        text = text.replace(form, "***")
+    return text
+
+
 def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> FactStore:
     """The store a ``--registry`` value names: a path or ``sqlite:///path`` (``":memory:"`` for a
     private one), ``postgresql://…``, ``redis://…`` (``valkey://`` too); None: the default.
@@ -212,7 +222,12 @@ def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 
         from toolshim.capabilities.store_sqlite import SQLiteStore
 
         return SQLiteStore(text if text == ":memory:" else Path(text).expanduser(), timeout=timeout)
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"the registry URL {redact_url(text)!r} is malformed: {exc}", param="registry"
+        ) from exc
     scheme = parts.scheme.lower()
     if scheme == "sqlite":
         from toolshim.capabilities.store_sqlite import SQLiteStore

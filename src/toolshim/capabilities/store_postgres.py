@@ -29,6 +29,7 @@ from toolshim.capabilities.store import (
     Changed,
     document_json,
     redact_url,
+    scrub,
 )
 from toolshim.errors import ConfigError, StoreError
 
@@ -106,6 +107,7 @@ class PostgresStore:
         self._url = url
         self._secret = urlsplit(url).password
         self.location = redact_url(url)
+        self._check_url()
         self.notices: tuple[str, ...] = ()
         self.document_limit = document_limit
         self._connect_timeout = max(1, round(connect_timeout))
@@ -120,6 +122,24 @@ class PostgresStore:
         return f"PostgresStore({self.location!r})"
 
     # -- connecting, migrating ----------------------------------------------------------------
+
+    def _check_url(self) -> None:
+        """ConfigError for a URL libpq cannot parse (an unknown parameter, a port that is not a
+        number): a mistake to show at once, not a server that is away."""
+        try:
+            options = self._pg.conninfo.conninfo_to_dict(self._url)
+        except self._pg.Error as exc:
+            raise ConfigError(
+                f"the registry URL {self.location!r} is malformed: {self._scrub(exc)}",
+                param="registry",
+            ) from exc
+        for port in str(options.get("port") or "").split(","):
+            if port and not port.isdigit():
+                raise ConfigError(
+                    f"the registry URL {self.location!r} is malformed: port {port!r} is not a "
+                    "number",
+                    param="registry",
+                )
 
     def connect(self) -> psycopg.Connection[Any]:
         """A new autocommit connection (psycopg errors escape; :meth:`_run` translates them)."""
@@ -180,7 +200,7 @@ class PostgresStore:
 
     def _scrub(self, exc: BaseException) -> str:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return text.replace(self._secret, "***") if self._secret else text
+        return scrub(text, self._secret)
 
     def schema_version(self) -> int:
         row = self._run(lambda c: c.execute("SELECT version FROM toolshim_schema").fetchone())

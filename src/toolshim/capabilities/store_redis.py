@@ -34,6 +34,7 @@ from toolshim.capabilities.store import (
     Changed,
     document_json,
     redact_url,
+    scrub,
 )
 from toolshim.errors import ConfigError, StoreError
 
@@ -134,13 +135,22 @@ class RedisStore:
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        self._client = self._redis.Redis.from_url(
-            self._url,
-            decode_responses=True,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
+        try:
+            self._client = self._redis.Redis.from_url(
+                self._url,
+                decode_responses=True,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+            )
+            # Builds (without connecting) a connection from the URL's options: an unknown
+            # or malformed one fails here, not on the first use by a background thread.
+            self._client.connection_pool.make_connection().disconnect()
+        except (TypeError, ValueError, self._redis.RedisError) as exc:
+            raise ConfigError(
+                f"the registry URL {self.location!r} is malformed: {self._scrub(exc)}",
+                param="registry",
+            ) from exc
         self._put = self._client.register_script(_PUT)
         self._forget = self._client.register_script(_FORGET)
         self._put_doc = self._client.register_script(_PUT_DOCUMENT)
@@ -184,8 +194,7 @@ class RedisStore:
             ) from exc
 
     def _scrub(self, exc: BaseException) -> str:
-        text = str(exc).strip() or type(exc).__name__
-        return text.replace(self._secret, "***") if self._secret else text
+        return scrub(str(exc).strip() or type(exc).__name__, self._secret)
 
     def _migrate(self) -> None:
         client, lock = self._client, self.key("migrating")

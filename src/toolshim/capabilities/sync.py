@@ -27,7 +27,8 @@ __all__ = ["MAX_PENDING", "Forget", "Layers", "Op", "Put", "Seen", "SyncThread"]
 log = logging.getLogger("toolshim.capabilities")
 
 MAX_PENDING = 10_000
-"""Writes kept for an absent store before the oldest learned ones are dropped (user ones never)."""
+"""Writes kept for an absent store before the oldest learned ones are dropped (a person's
+settings and forgets never are)."""
 
 Layers = dict[tuple[str, Source], Fact]
 """One (upstream, model)'s stored facts, by (name, source)."""

@@ -38,7 +38,7 @@ from toolshim.capabilities.registry import (
 )
 from toolshim.cli._common import fail, open_registry, registry_key
 from toolshim.cli._options import UpstreamApiKeyOption
-from toolshim.errors import ConfigError, ToolshimError
+from toolshim.errors import ConfigError, StoreError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
 from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
 
@@ -114,7 +114,7 @@ def list_models(
     """
 
     def run() -> None:
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
         key = registry_key(upstream) if upstream else None
         # An embedded model's key names no server to ask (it runs only inside a command).
         asks = key is not None and not key.startswith(EMBEDDED_KEY_PREFIX)
@@ -179,7 +179,7 @@ def show(
     """Why toolshim treats MODEL as it does: every fact, its source, its time, what it overrides."""
 
     def run() -> None:
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
         key = registry_key(upstream) if upstream else ANY_UPSTREAM
         report = reg.explain(key, model)
         if as_json:
@@ -434,6 +434,14 @@ def _guard(run: Callable[[], None]) -> None:
         run()
     except ToolshimError as exc:
         fail(_err, exc.message, code=1)
+
+
+def _readable(registry: Registry) -> Registry:
+    """``registry``, or StoreError when its store cannot be read now (a shared store that is
+    away): a command that shows the store must not show an empty one instead."""
+    if registry.outage is not None:
+        raise StoreError(registry.outage)
+    return registry
 
 
 def _need_upstream(upstream: str | None, command: str) -> str:

@@ -141,9 +141,9 @@ def test_a_long_outage_drops_learned_writes_first_never_what_a_person_set_or_for
 ) -> None:
     """Past MAX_PENDING waiting writes the oldest learned ones go; a user's setting and a
     forget (``toolshim models forget``, chat's /forget) are written back whatever their age."""
-    import toolshim.capabilities.registry as registry_module
+    import toolshim.capabilities.mirror as mirror_module
 
-    monkeypatch.setattr(registry_module, "MAX_PENDING", 3)
+    monkeypatch.setattr(mirror_module, "MAX_PENDING", 3)
     with running("redis") as server:
         assert isinstance(server, RedisServer)
         url = server.new_database()

@@ -8,13 +8,11 @@ Facts are kept per (upstream, model) and per source. Three layers are merged wit
   ``--upstream``),
 * facts stored for this upstream (discovery, probes, runtime errors, ``models set``).
 
-The registry talks to its store only through :class:`~toolshim.capabilities.store.FactStore`.
-Reads on the proxy's hot path come from a cache. With a shared store (PostgreSQL, Redis) the
-cache mirrors the whole store, kept current by the store's change notifications, and every
-store I/O runs on a thread of its own: a request never waits for the store, and never fails
-because it is away. With SQLite, a model's facts are re-read after ``cache_seconds``.
-What is learned while the store is away (or read-only) is kept in memory and acted on; it is
-written back, oldest first, when the store returns (:mod:`toolshim.capabilities.sync`).
+The registry talks to its store only through :class:`~toolshim.capabilities.store.FactStore`,
+and reads on the proxy's hot path come from a cache (:mod:`toolshim.capabilities.mirror`):
+with a shared store (PostgreSQL, Redis) a request never waits for the store, and never fails
+because it is away. What is learned while the store is away (or read-only) is kept in memory
+and acted on; it is written back, oldest first, when the store returns.
 
 Model names are compared without a trailing ``:latest`` (Ollama's default tag).
 """
@@ -23,9 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -39,6 +35,7 @@ from toolshim.capabilities.facts import (
     merge,
     strongest,
 )
+from toolshim.capabilities.mirror import StoreMirror
 from toolshim.capabilities.report import (
     ANY_UPSTREAM,
     Evidence,
@@ -46,8 +43,8 @@ from toolshim.capabilities.report import (
     ModelReport,
     fact_dict,
 )
-from toolshim.capabilities.store import DocumentStore, FactStore, open_store, standing_entries
-from toolshim.capabilities.sync import MAX_PENDING, Forget, Layers, Op, Put, Seen, SyncThread
+from toolshim.capabilities.store import FactStore, open_store, standing_entries
+from toolshim.capabilities.sync import Forget, Put, Seen
 from toolshim.errors import StoreError
 from toolshim.types import Strategy
 
@@ -73,7 +70,7 @@ def model_key(model: str) -> str:
     return model.strip().removesuffix(":latest")
 
 
-class Registry:
+class Registry(StoreMirror):
     """What toolshim knows about each (upstream, model), merged by source.
 
     ``store`` persists what is learned (None: a private in-memory store for this process).
@@ -93,28 +90,10 @@ class Registry:
             from toolshim.capabilities.store_sqlite import SQLiteStore
 
             store = SQLiteStore(":memory:")
-        self._store: FactStore = store
         self.profiles = profiles
         self.problem: str | None = None
         """Why what is learned is not saved (the store asked for could not be used)."""
-        self._ttl = cache_seconds
-        self._lock = threading.RLock()
-        self._flushed = threading.Condition(self._lock)
-        self._layers: dict[tuple[str, str], Layers] = {}
-        self._loaded: dict[tuple[str, str], float] = {}
-        self._mirrored = False
-        self._merged: dict[tuple[str, str], tuple[float, dict[str, Fact]]] = {}
-        self._pending: deque[Op] = deque()
-        self._attempts = 0
-        self._down: str | None = None
-        self._retry_at = 0.0
-        self._sync: SyncThread | None = None
-        self._watch = None
-        if store.shared:
-            self._step("resync")  # the first read is made here: facts are there at once
-            self._sync = SyncThread(self._step, name=f"toolshim-registry-sync {store.location}")
-            self._sync.start()
-            self._watch = store.watch(self._changed)
+        super().__init__(store, cache_seconds=cache_seconds)
 
     def __repr__(self) -> str:
         return f"Registry({self.location!r})"
@@ -163,31 +142,6 @@ class Registry:
             found.append(f"{self.problem}; what is learned now is not saved")
         return tuple(found)
 
-    @property
-    def available(self) -> bool:
-        """False while the store is away (facts come from the cache; writes wait)."""
-        return self._down is None
-
-    @property
-    def outage(self) -> str | None:
-        """Why the store cannot be used now (None while it can): what a command that must
-        read the store itself, such as ``toolshim models list``, reports."""
-        return self._down
-
-    @property
-    def pending(self) -> int:
-        """How many writes wait for the store."""
-        return len(self._pending)
-
-    @property
-    def documents(self) -> DocumentStore | None:
-        """The bounded JSON document store on the same backend (for state several replicas
-        share, such as ``previous_response_id``), if the store offers one."""
-        store: object = self._store
-        if all(hasattr(store, m) for m in ("put_document", "get_document", "delete_document")):
-            return store  # type: ignore[return-value]
-        return None
-
     def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
         """(upstream, model, last_seen) for the models ``upstream`` (or any) listed."""
         try:
@@ -227,33 +181,6 @@ class Registry:
             merged[fact.name] = merge(merged.get(fact.name), fact)
         self._merged[key] = (now, merged)
         return merged
-
-    def _stored(
-        self, upstream: str, model: str, now: float | None = None
-    ) -> list[tuple[str, Fact]]:
-        """The stored layers about ``model`` here and at any upstream (cache first); ``now``
-        is the caller's clock, so that its cache and this one expire together."""
-        scopes = [ANY_UPSTREAM] if upstream == ANY_UPSTREAM else [ANY_UPSTREAM, upstream]
-        now = time.monotonic() if now is None else now
-        stale = [
-            s
-            for s in scopes
-            if not self._mirrored and now - self._loaded.get((s, model), -1e9) >= self._ttl
-        ]
-        if stale and self._sync is None and self._may_try(now):
-            try:
-                rows = self._store.rows(model, stale)
-            except StoreError as exc:
-                self._went_down(exc)
-            else:
-                self._replace({(s, model) for s in stale}, [(u, model, f) for u, f in rows], now)
-                self._came_back()
-        with self._lock:
-            return [
-                (scope, fact)
-                for scope in scopes
-                for fact in self._layers.get((scope, model), {}).values()
-            ]
 
     def fact(self, upstream: str, model: str, name: str) -> Fact | None:
         return self.facts(upstream, model).get(name)
@@ -337,17 +264,7 @@ class Registry:
 
     def known(self, upstream: str | None = None) -> list[tuple[str, str, dict[str, Fact]]]:
         """(upstream, model, stored facts) for every stored model (at ``upstream``, or all)."""
-        if not self._mirrored and self._sync is None:
-            try:
-                rows = self._store.snapshot()
-            except StoreError as exc:
-                self._went_down(exc)
-            else:
-                keys = {(u, m) for u, m, _ in rows} | set(self._layers)
-                self._replace(keys, rows, time.monotonic())
-                self._came_back()
-        with self._lock:
-            rows = [(u, m, f) for (u, m), found in self._layers.items() for f in found.values()]
+        rows = self._stored_rows()
         return [e for e in standing_entries(rows) if upstream in (None, e[0])]
 
     # -- writing ----------------------------------------------------------------------------
@@ -397,169 +314,3 @@ class Registry:
     def record_seen(self, upstream: str, models: Iterable[str]) -> None:
         """Remember that ``upstream`` listed ``models``."""
         self._write(Seen(upstream, tuple(model_key(m) for m in models), time.time()))
-
-    def flush(self, timeout: float = 10.0) -> None:
-        """Write everything pending now; StoreError naming how many writes could not be made
-        (the store is away or read-only). What the CLI calls before it says "stored"."""
-        if self._sync is not None:
-            with self._flushed:
-                tried = self._attempts
-            self._sync.submit("flush")
-            deadline = time.monotonic() + timeout
-            with self._flushed:
-                while self._pending and time.monotonic() < deadline:
-                    if self._attempts > tried and self._down is not None:
-                        break  # a try made after this call failed: the store is away
-                    self._flushed.wait(min(0.05, max(deadline - time.monotonic(), 0.0)))
-        else:
-            self._retry_at = 0.0
-            self._replay()
-        if self._pending:
-            raise StoreError(
-                f"{len(self._pending)} change(s) could not be written to the capability store "
-                f"at {self.location}: {self._down or 'it did not answer in time'}"
-            )
-
-    def close(self, timeout: float = 2.0) -> None:
-        """Write what is pending (up to ``timeout``), stop following the store, close it."""
-        try:
-            self.flush(timeout)
-        except StoreError as exc:
-            log.warning("%s; they are lost", exc.message)
-        if self._watch is not None:
-            self._watch.close()
-        if self._sync is not None:
-            self._sync.stop()
-        self._store.close()
-
-    # -- the cache and the queue of writes ----------------------------------------------------
-
-    def _write(self, op: Op) -> int:
-        """Apply ``op`` to the cache, queue it, and write the queue (here, or on the sync
-        thread for a shared store); return what the cache says it changed."""
-        with self._lock:
-            changed = op.apply(self._layers)
-            self._merged.clear()
-            self._pending.append(op)
-            if len(self._pending) > MAX_PENDING:
-                self._drop_oldest_learned()
-        if self._sync is not None:
-            self._sync.submit("flush")
-        elif self._may_try(time.monotonic()):
-            self._replay()
-        return changed
-
-    def _drop_oldest_learned(self) -> None:
-        for index, op in enumerate(self._pending):
-            # Learned facts and models seen may go; a person's settings and forgets never do.
-            if isinstance(op, Seen) or (isinstance(op, Put) and op.fact.source is not Source.USER):
-                del self._pending[index]
-                log.warning(
-                    "more than %d writes wait for the capability store; dropped the oldest",
-                    MAX_PENDING,
-                )
-                return
-
-    def _may_try(self, now: float) -> bool:
-        return self._down is None or now >= self._retry_at
-
-    def _replay(self) -> bool:
-        """Write the queue, oldest first; False (and the store marked away) on a failure.
-        The store is said to be back only once a write reached it (an empty queue proves
-        nothing)."""
-        wrote = False
-        while True:
-            with self._lock:
-                if not self._pending:
-                    break
-                op = self._pending[0]
-            try:
-                op.run(self._store)
-            except StoreError as exc:
-                self._went_down(exc)
-                with self._lock:
-                    self._attempts += 1
-                    self._flushed.notify_all()
-                return False
-            wrote = True
-            with self._lock:
-                if self._pending and self._pending[0] is op:
-                    self._pending.popleft()
-                self._flushed.notify_all()
-        with self._lock:
-            self._attempts += 1
-            self._flushed.notify_all()
-        if wrote:
-            self._came_back()
-        return True
-
-    def _replace(
-        self, keys: set[tuple[str, str]], rows: list[tuple[str, str, Fact]], now: float
-    ) -> None:
-        """The cache of ``keys`` becomes what the store said, with the pending writes on top."""
-        fresh: dict[tuple[str, str], Layers] = {k: {} for k in keys}
-        for upstream, model, fact in rows:
-            fresh.setdefault((upstream, model), {})[(fact.name, fact.source)] = fact
-        with self._lock:
-            for op in self._pending:
-                if any(op.touches(u, m) for u, m in fresh):
-                    op.apply(fresh)
-            for key, layers in fresh.items():
-                if layers:
-                    self._layers[key] = layers
-                else:
-                    self._layers.pop(key, None)
-                self._loaded[key] = now
-            self._merged.clear()
-
-    def _step(self, item: object) -> bool:
-        """One job of the sync thread (see :class:`~toolshim.capabilities.sync.SyncThread`)."""
-        try:
-            if isinstance(item, tuple) and self._down is None:
-                _, upstream, model = item
-                found = self._store.rows(model, [upstream])
-                self._replace({(upstream, model)}, [(upstream, model, f) for _, f in found], 0.0)
-                return True
-            if not self._replay():
-                return False
-            if item != "flush" or not self._mirrored:
-                rows = self._store.snapshot()
-                self._replace(set(self._layers) | {(u, m) for u, m, _ in rows}, rows, 0.0)
-                self._mirrored = True
-                self._came_back()
-        except StoreError as exc:
-            self._went_down(exc)
-            return False
-        return True
-
-    def _changed(self, upstream: str | None, model: str | None) -> None:
-        """Called by the store's watch: re-read what another replica changed."""
-        if self._sync is None:
-            return
-        if upstream is None or model is None:
-            self._sync.submit("resync")
-        else:
-            self._sync.submit(("reload", upstream, model))
-
-    def _went_down(self, exc: StoreError) -> None:
-        with self._lock:
-            first = self._down is None
-            self._down = exc.message
-            self._retry_at = time.monotonic() + 1.0
-            if self._sync is not None:
-                self._mirrored = False
-        if first:
-            log.warning(
-                "capability store unavailable: serving from what is cached, keeping what is "
-                "learned in memory until it is back (%s)",
-                exc.message,
-            )
-
-    def _came_back(self) -> None:
-        with self._lock:
-            was, self._down = self._down, None
-        if was is not None:
-            log.warning(
-                "capability store at %s is back; what was learned meanwhile is written",
-                self._store.location,
-            )

@@ -1,0 +1,190 @@
+"""The registry's document store: the backend's documents, kept in memory while it is away and written back.
+
+State that follows a conversation across replicas (the Responses API's
+``previous_response_id``) lives in the store's bounded document store
+(:class:`~toolshim.capabilities.store.DocumentStore`). :class:`HeldDocuments` stands in front of
+it for the registry, so that the store going away never fails the request that writes one and
+never blocks it on a connection attempt:
+
+* a document put while the store is away (or whose write fails) is kept in memory, marked
+  unsaved, and written back, oldest first, once the store is back (the registry's sync step
+  calls :meth:`HeldDocuments.write_back`);
+* the last documents written here are kept (:data:`HELD_LIMIT`, :data:`HELD_BYTES`) and served
+  while the store is away, so a conversation continued on the same replica goes on;
+* a document neither here nor readable (the store away) is a
+  :class:`~toolshim.errors.StoreError` saying so, never "not found".
+
+The outage is reported by the registry (once), never per document.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolshim.capabilities.store import DocumentStore, document_json
+from toolshim.errors import StoreError
+
+__all__ = ["HELD_BYTES", "HELD_LIMIT", "HeldDocuments"]
+
+log = logging.getLogger("toolshim.capabilities")
+
+HELD_LIMIT = 1000
+"""How many of the documents written here are kept in memory at most."""
+HELD_BYTES = 64 * 1024 * 1024
+"""How many bytes of JSON the documents kept in memory may take at most."""
+
+
+@dataclass(slots=True)
+class _Held:
+    body: str
+    expires_at: float | None
+    saved: bool
+
+    def live(self, now: float) -> bool:
+        return self.expires_at is None or self.expires_at > now
+
+
+class HeldDocuments:
+    """A :class:`~toolshim.capabilities.store.DocumentStore` over ``store`` that outlives it.
+
+    ``away()`` says whether the store is known to be away now (then it is not tried);
+    ``failed(exc)`` is told of each failure of the store (the registry marks it away and logs
+    once).
+    """
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        *,
+        away: Callable[[], bool],
+        failed: Callable[[StoreError], None],
+        limit: int = HELD_LIMIT,
+        max_bytes: int = HELD_BYTES,
+    ) -> None:
+        self._store = store
+        self._away = away
+        self._failed = failed
+        self.limit = limit
+        self.max_bytes = max_bytes
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._dropped_unsaved = False
+
+    def __repr__(self) -> str:
+        return f"HeldDocuments({self._store!r})"
+
+    @property
+    def unsaved(self) -> int:
+        """How many documents wait for the store."""
+        with self._lock:
+            return sum(not held.saved for held in self._held.values())
+
+    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
+        """Keep ``document``: in the store when it answers, in memory (written back later)
+        when not. StoreError only for a document that is not JSON or is too big."""
+        body = document_json(key, document)
+        expires_at = None if ttl is None else time.time() + ttl
+        saved = False
+        if not self._away():
+            try:
+                self._store.put_document(key, document, ttl=ttl)
+                saved = True
+            except StoreError as exc:
+                self._failed(exc)
+        self._hold(key, _Held(body, expires_at, saved))
+
+    def get_document(self, key: str) -> Any | None:
+        """The document under ``key`` (the store's, else the one held here); None if there is
+        none; StoreError if the store is away and it is not held here."""
+        problem: StoreError | None = None
+        if not self._away():
+            try:
+                found = self._store.get_document(key)
+            except StoreError as exc:
+                self._failed(exc)
+                problem = exc
+            else:
+                if found is not None:
+                    return found
+                held = self._held_copy(key)
+                return held if held is not None and not self._is_saved(key) else None
+        held = self._held_copy(key)
+        if held is not None:
+            return held
+        raise problem or StoreError(
+            f"document {key!r} cannot be read: the capability store is unavailable"
+        )
+
+    def delete_document(self, key: str) -> bool:
+        """Remove the document here and in the store (StoreError if the store is away)."""
+        with self._lock:
+            held = self._held.pop(key, None)
+            if held is not None:
+                self._bytes -= len(held.body)
+        try:
+            return self._store.delete_document(key) or held is not None
+        except StoreError as exc:
+            self._failed(exc)
+            raise
+
+    def write_back(self) -> bool:
+        """Write the unsaved documents to the store, oldest first; False at the first
+        failure (the store is told away; the rest wait)."""
+        while True:
+            with self._lock:
+                waiting = next(((k, h) for k, h in self._held.items() if not h.saved), None)
+            if waiting is None:
+                return True
+            key, held = waiting
+            now = time.time()
+            if held.live(now):
+                ttl = None if held.expires_at is None else held.expires_at - now
+                try:
+                    self._store.put_document(key, json.loads(held.body), ttl=ttl)
+                except StoreError as exc:
+                    self._failed(exc)
+                    return False
+            with self._lock:
+                if self._held.get(key) is held:
+                    held.saved = True
+
+    def _hold(self, key: str, held: _Held) -> None:
+        with self._lock:
+            old = self._held.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.body)
+            self._held[key] = held
+            self._bytes += len(held.body)
+            while len(self._held) > self.limit or (
+                self._bytes > self.max_bytes and len(self._held) > 1
+            ):
+                _, gone = self._held.popitem(last=False)
+                self._bytes -= len(gone.body)
+                if not gone.saved and not self._dropped_unsaved:
+                    self._dropped_unsaved = True
+                    log.warning(
+                        "more than %d documents wait for the capability store; the oldest "
+                        "are dropped",
+                        self.limit,
+                    )
+
+    def _held_copy(self, key: str) -> Any | None:
+        with self._lock:
+            held = self._held.get(key)
+            if held is None or not held.live(time.time()):
+                return None
+            body = held.body
+        return json.loads(body)
+
+    def _is_saved(self, key: str) -> bool:
+        with self._lock:
+            held = self._held.get(key)
+            return held is None or held.saved

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from toolshim.capabilities.discovery import (
@@ -22,21 +19,25 @@ from toolshim.capabilities.discovery import (
     list_upstream_models,
 )
 from toolshim.capabilities.facts import (
-    FACT_NAMES,
-    PREFERENCE_FACTS,
-    SUPPORT_FACTS,
     Source,
     coerce_value,
 )
 from toolshim.capabilities.probe import DEFAULT_PROBE_TIMEOUT, probe_tools, record_probe
 from toolshim.capabilities.registry import (
     ANY_UPSTREAM,
-    Evidence,
-    ModelReport,
     Registry,
     fact_dict,
 )
 from toolshim.cli._common import fail, open_registry, registry_key
+from toolshim.cli._models_render import (
+    ago,
+    footer,
+    out,
+    print_json,
+    print_report,
+    report_json,
+    support_markup,
+)
 from toolshim.cli._options import UpstreamApiKeyOption
 from toolshim.errors import ConfigError, StoreError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
@@ -86,7 +87,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts in
 ModelArg = Annotated[str, typer.Argument(help="Model name as the upstream knows it.")]
 
 
-_out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -135,8 +135,8 @@ def list_models(
             for scope, model, _ in reg.known(key):
                 rows.append({**reg.summary(scope, model), "listed": None})
         if as_json:
-            _print_json(
-                {"upstream": key, "server": server, "registry": _where(reg), "models": rows}
+            print_json(
+                {"upstream": key, "server": server, "registry": reg.location, "models": rows}
             )
             return
         title = f"{len(rows)} models" + (f" at {key} ({server})" if key else " in the store")
@@ -149,19 +149,19 @@ def list_models(
             tools = row["native_tools"]
             cells = [
                 row["model"] + ("" if row["listed"] in (None, True) else " [dim](not listed)[/]"),
-                _support_markup(tools["value"]),
+                support_markup(tools["value"]),
                 tools["source"] or "-",
-                _ago(tools["learned_at"]),
+                ago(tools["learned_at"]),
                 row["dialect"],
                 str(row["context_window"] or "-"),
             ]
             if not upstream:
                 cells.append(row["upstream"])
             table.add_row(*cells)
-        _out.print(table)
-        _footer(reg)
+        out.print(table)
+        footer(reg)
         if asks and any(r["native_tools"]["value"] == "unknown" for r in rows):
-            _out.print(
+            out.print(
                 "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
                 "`toolshim models probe MODEL` (one test request).[/]"
             )
@@ -183,9 +183,9 @@ def show(
         key = registry_key(upstream) if upstream else ANY_UPSTREAM
         report = reg.explain(key, model)
         if as_json:
-            _print_json(_report_json(report, reg))
+            print_json(report_json(report, reg))
             return
-        _print_report(report, reg)
+        print_report(report, reg)
 
     _guard(run)
 
@@ -263,12 +263,12 @@ def set_facts(
         reg.flush()  # "stored" is said only once the store has it
         report = reg.explain(key, model)
         if as_json:
-            _print_json(_report_json(report, reg))
+            print_json(report_json(report, reg))
             return
         scope = "every upstream" if key == ANY_UPSTREAM else key
         settled = ", ".join(f"{k}={v}" for k, v in chosen.items())
-        _out.print(f"stored for {model} at {scope} (source user): {settled}")
-        _print_report(report, reg)
+        out.print(f"stored for {model} at {scope} (source user): {settled}")
+        print_report(report, reg)
 
     _guard(run)
 
@@ -310,7 +310,7 @@ def probe(
         result = asyncio.run(go())
         standing = record_probe(reg, url, result) if save else None
         if as_json:
-            _print_json(
+            print_json(
                 {
                     "model": model,
                     "upstream": url,
@@ -323,16 +323,14 @@ def probe(
             )
             return
         colour = {"supported": "green", "unsupported": "red"}.get(result.outcome.value, "yellow")
-        _out.print(
-            f"[{colour}]{result.outcome.value}[/] — {result.detail} ({result.seconds:.1f} s)"
-        )
+        out.print(f"[{colour}]{result.outcome.value}[/] — {result.detail} ({result.seconds:.1f} s)")
         if standing is not None:
-            _out.print(
+            out.print(
                 f"native_tools is now {standing.value} (from {standing.source.value})"
                 + ("" if standing.source is Source.PROBE else "; a stronger source still wins")
             )
         elif save:
-            _out.print("nothing stored (an inconclusive probe says nothing about the model).")
+            out.print("nothing stored (an inconclusive probe says nothing about the model).")
 
     _guard(run)
 
@@ -365,10 +363,10 @@ def forget(
         removed = reg.forget(key, model, names=names, sources=sources)
         reg.flush()
         if as_json:
-            _print_json({"model": model, "upstream": key, "removed": removed})
+            print_json({"model": model, "upstream": key, "removed": removed})
             return
         where = key or "every upstream"
-        _out.print(f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}")
+        out.print(f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}")
 
     _guard(run)
 
@@ -411,16 +409,16 @@ def refresh(
         )
         stored = apply_discovery(reg, url, discovery)
         if as_json:
-            _print_json({**discovery.as_dict(), "stored": stored})
+            print_json({**discovery.as_dict(), "stored": stored})
             return
         seconds = time.perf_counter() - started
-        _out.print(
+        out.print(
             f"{discovery.server} at {url}: {len(discovery.models)} models, {stored} facts stored "
             f"(source upstream) in {seconds:.1f} s"
         )
         for problem in discovery.problems:
-            _out.print(f"[yellow]could not read[/] {problem}")
-        _footer(reg)
+            out.print(f"[yellow]could not read[/] {problem}")
+        footer(reg)
 
     _guard(run)
 
@@ -460,109 +458,3 @@ def _need_upstream(upstream: str | None, command: str) -> str:
             param="upstream",
         )
     return normalize_base_url(upstream)
-
-
-def _where(registry: Registry) -> str:
-    return registry.location
-
-
-def _footer(registry: Registry) -> None:
-    _out.print(f"[dim]registry: {_where(registry)}[/]")
-
-
-def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-def _report_json(report: ModelReport, registry: Registry) -> dict[str, Any]:
-    return {**report.as_dict(), "registry": _where(registry)}
-
-
-def _preference_lines(report: ModelReport) -> list[str]:
-    """Where each emulation preference comes from: one line each (the eval's score and date
-    are in its detail)."""
-    lines = []
-    for name in PREFERENCE_FACTS:
-        fact_report = report.facts.get(name)
-        if fact_report is None:
-            default = {"dialect": "json", "strategy": "single"}.get(
-                name, "as structured_output says"
-            )
-            lines.append(f"{name}: {default} (nothing stored; the default)")
-            continue
-        fact = fact_report.winner.fact
-        where = f"source {fact.source.value}, {fact_report.winner.scope}"
-        if fact.source is Source.EVAL:
-            where += f", applied {_iso(fact.updated_at)[:10]}"
-        lines.append(
-            f"{name}: {fact.value} ({where})" + (f" — {fact.detail}" if fact.detail else "")
-        )
-    return lines
-
-
-def _print_report(report: ModelReport, registry: Registry) -> None:
-    where = "any upstream" if report.upstream == ANY_UPSTREAM else report.upstream
-    family = f"profile family {report.family}" if report.family else "no shipped profile"
-    _out.print(f"[bold]{report.model}[/] at {where} — matched as {report.normalized!r}, {family}")
-    notes: list[str] = []
-    table = Table()
-    table.add_column("fact", no_wrap=True)
-    for column in ("value", "source", "scope", "learned", "why"):
-        table.add_column(column)
-    for name in FACT_NAMES:
-        fact_report = report.facts.get(name)
-        if fact_report is None:
-            table.add_row(name, "[dim]unknown[/]", "[dim]-[/]", "", "", "")
-            continue
-        table.add_row(name, *_evidence_cells(fact_report.winner, notes, winner=True))
-        for item in fact_report.overridden:
-            table.add_row("[dim]  overridden[/]", *_evidence_cells(item, notes, winner=False))
-    _out.print(table)
-    for number, note in enumerate(notes, start=1):
-        _out.print(f"  [dim]\\[{number}][/] {escape(note)}")
-    _out.print("[bold]How emulation is set up for this model, and where each setting came from:[/]")
-    for line in _preference_lines(report):
-        _out.print(f"  {escape(line)}")
-    _out.print("[bold]How toolshim serves a request with tools:[/]")
-    for line in report.treatment():
-        _out.print(f"  {line}")
-    _footer(registry)
-
-
-def _evidence_cells(item: Evidence, notes: list[str], *, winner: bool) -> list[str]:
-    fact = item.fact
-    if fact.detail and fact.detail not in notes:
-        notes.append(fact.detail)
-    why = f"[{notes.index(fact.detail) + 1}]" if fact.detail else ""
-    dated = fact.source in (Source.PROFILE, Source.EVAL)
-    learned = _iso(fact.updated_at)[:10] if dated else _ago(fact.updated_at)
-    if not winner:
-        cells = [str(fact.value), fact.source.value, item.scope, learned, why]
-        return [f"[dim]{escape(c)}[/]" for c in cells]
-    value = str(fact.value)
-    if fact.name in SUPPORT_FACTS:
-        value = _support_markup(value)
-    return [value, fact.source.value, item.scope, learned, why]
-
-
-def _support_markup(value: str) -> str:
-    colour = {"yes": "green", "no": "red"}.get(value, "yellow")
-    return f"[{colour}]{value}[/]"
-
-
-def _iso(stamp: float) -> str:
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _ago(stamp: float | None) -> str:
-    """A short age for tables: ``just now``, ``5 min ago``, ``3 h ago``, else the date."""
-    if stamp is None:
-        return "-"
-    seconds = time.time() - stamp
-    if 0 <= seconds < 60:
-        return "just now"
-    if 0 <= seconds < 3600:
-        return f"{int(seconds // 60)} min ago"
-    if 0 <= seconds < 86400:
-        return f"{int(seconds // 3600)} h ago"
-    return _iso(stamp)[:10]

@@ -4,6 +4,7 @@ goes away and comes back: nothing fails, nothing is lost, the outage is said onc
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,30 @@ def test_a_store_that_fails_a_write_keeps_the_document_for_later(tmp_path: Path)
         assert store.get_document("k") == [1]
     finally:
         store.close()
+
+
+def test_a_failure_met_by_a_document_is_retried_until_the_store_takes_it(
+    redis_server: RedisServer,
+) -> None:
+    """Only the document write fails (a damaged key; the watch stays connected): the sync
+    thread is set retrying, and the document reaches the store once the key is repaired."""
+    import redis
+
+    url = redis_server.new_database()
+    prefix = url.rsplit("prefix=", 1)[1]
+    registry = Registry.open(url, profiles=False)
+    client = redis.Redis.from_url(url.split("?")[0])
+    try:
+        time.sleep(1.0)  # the watch has subscribed and its first re-read is done
+        client.set(f"{prefix}:docs", "not a sorted set")
+        docs = registry.documents
+        assert docs is not None
+        docs.put_document("response:k", [1])  # fails in the store: held here
+        assert not registry.available
+        assert docs.get_document("response:k") == [1]
+        client.delete(f"{prefix}:docs")
+        assert eventually(lambda: registry.available, 30)
+        assert stored_document(url, "response:k") == [1]
+    finally:
+        client.close()
+        registry.close()

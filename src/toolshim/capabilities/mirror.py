@@ -309,6 +309,11 @@ class StoreMirror:
                 "learned in memory until it is back (%s)",
                 exc.message,
             )
+            sync = self._sync
+            if sync is not None and threading.current_thread() is not sync:
+                # Found by a request (a document), not by the sync thread: set it retrying,
+                # or nothing would try the store again while its watch stays connected.
+                sync.submit("retry")
 
     def _came_back(self) -> None:
         with self._lock:

@@ -177,6 +177,12 @@ def test_images_stay_parts_and_unknown_items_are_dropped_with_a_warning() -> Non
         ({"background": True}, "background"),
         ({"max_output_tokens": 0}, "max_output_tokens"),
         ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format.schema"),
+        ({"include": "reasoning.encrypted_content"}, "include"),
+        ({"include": [1]}, "include.0"),
+        ({"metadata": {"run": 1}}, "metadata.run"),
+        ({"metadata": ["run"]}, "metadata"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"top_p": True}, "top_p"),
     ],
 )
 def test_a_malformed_request_is_a_400_naming_the_field(extra: dict[str, Any], param: str) -> None:

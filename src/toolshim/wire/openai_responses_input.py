@@ -27,8 +27,10 @@ Tools and ``tool_choice``: :mod:`toolshim.wire.openai_responses_tools`.
 ``text.format`` ``json_schema`` / ``json_object`` becomes the upstream's ``response_format``;
 ``max_output_tokens`` becomes ``max_tokens``; ``temperature``, ``top_p`` and
 ``reasoning.effort`` (as ``reasoning_effort``) go upstream as they are. ``store``,
-``previous_response_id``, ``include``, ``metadata`` and the rest are answered by the proxy,
-not sent upstream.
+``previous_response_id`` and ``metadata`` (echoed) are answered by the proxy, not sent
+upstream; ``include`` is checked, not acted on (what it asks for, such as encrypted reasoning or
+logprobs, a chat-completions upstream does not produce); other fields (Codex's
+``prompt_cache_key``, ``client_metadata``) are ignored.
 """
 
 from __future__ import annotations
@@ -144,9 +146,8 @@ def decode_request(
     store = payload.get("store")
     if store is not None and not isinstance(store, bool):
         raise InvalidRequestError("store must be true or false", param="store")
-    metadata = payload.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise InvalidRequestError("metadata must be an object of strings", param="metadata")
+    metadata = _metadata(payload.get("metadata"))
+    _include(payload.get("include"))
     overrides = payload.get("toolshim")
     if overrides is not None and not isinstance(overrides, Mapping):
         raise InvalidRequestError(
@@ -202,6 +203,35 @@ def _unsupported(payload: Mapping[str, Any]) -> None:
                 f"{key!r} is not supported by toolshim (it names state kept on OpenAI's "
                 "servers); send the input items themselves, or use previous_response_id",
                 param=key,
+            )
+
+
+def _metadata(value: Any) -> Mapping[str, Any] | None:
+    """``metadata``: an object of strings, echoed in the answer."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError("metadata must be an object of strings", param="metadata")
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise InvalidRequestError(
+                f"metadata[{key!r}] must be a string, not {type(item).__name__}",
+                param=f"metadata.{key}",
+            )
+    return value
+
+
+def _include(value: Any) -> None:
+    """``include``: a list of strings. What it asks for (encrypted reasoning, logprobs, hosted
+    tools' results) is not produced by a chat-completions upstream, so it is read, not acted on."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise InvalidRequestError("include must be a list of strings", param="include")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise InvalidRequestError(
+                f"include[{i}] must be a string, not {type(item).__name__}", param=f"include.{i}"
             )
 
 
@@ -387,9 +417,14 @@ def _merge_leading_system(messages: list[Message]) -> list[Message]:
 
 def _params(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The options that go upstream, in chat-completions names."""
-    params: dict[str, Any] = {
-        key: payload[key] for key in _UPSTREAM_FIELDS if payload.get(key) is not None
-    }
+    params: dict[str, Any] = {}
+    for key in _UPSTREAM_FIELDS:
+        value = payload.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InvalidRequestError(f"{key} must be a number", param=key)
+        params[key] = value
     limit = payload.get("max_output_tokens")
     if limit is not None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:

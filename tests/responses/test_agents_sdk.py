@@ -4,15 +4,18 @@ streamed and not."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import warnings
+from typing import Any
 
+import agents
 import openai
 import pytest
 
-agents = pytest.importorskip("agents")
-
-from tests.responses.conftest import LiveFactory  # noqa: E402
-from toolshim.testing import FakeUpstream  # noqa: E402
+from tests.responses.conftest import LiveFactory
+from tests.responses.readme import readme_blocks
+from toolshim.testing import FakeUpstream
 
 CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 ANSWER = "It is 18°C and sunny in Paris."
@@ -68,3 +71,34 @@ async def test_an_agent_calls_its_function_tool_through_toolshim(
     assert upstream.calls == 3
     assert "tools" in upstream.history[0] and "tools" not in upstream.history[1]
     assert "18°C and sunny in Paris" in json.dumps(upstream.history[2], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("model_class", ["OpenAIResponsesModel", "OpenAIChatCompletionsModel"])
+def test_the_readme_snippet_runs_through_toolshim(
+    live: LiveFactory, model_class: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (snippet,) = readme_blocks("OpenAI Agents SDK", "python")
+    assert "http://127.0.0.1:8080/v1" in snippet and "OpenAIResponsesModel(" in snippet
+    upstream = FakeUpstream([CALL_JSON, "It is 18°C and sunny in Paris."], tools="reject")
+    proxy = live(upstream, mode="auto")
+    code = snippet.replace("http://127.0.0.1:8080/v1", proxy.base_url).replace(
+        "OpenAIResponsesModel", model_class
+    )
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)
+    finally:
+        # Runner.run_sync leaves the thread's default loop open on purpose, and the snippet (a
+        # script) its client: close both here, or they are collected in some later test
+        policy = asyncio.get_event_loop_policy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = policy.get_event_loop()
+        if "client" in namespace:
+            loop.run_until_complete(namespace["client"].close())
+        loop.close()
+        policy.set_event_loop(None)
+    assert capsys.readouterr().out.strip() == "It is 18°C and sunny in Paris."
+    # the tool ran: its result reached the model
+    assert "18°C and sunny in Paris" in json.dumps(upstream.history[-1], ensure_ascii=False)
+    assert upstream.calls == 3

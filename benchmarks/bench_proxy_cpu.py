@@ -6,7 +6,8 @@ the same session, e.g. ``PYTHONPATH=/elsewhere/src python benchmarks/bench_proxy
 for the other one). It prints figures and never asserts on them.
 
 Three layers, each for the four paths (native / emulated, non-streamed / streamed) and the
-plain pass-through:
+plain pass-through, on chat completions and (``resp-…``, the same requests in the Responses
+API's shape, stored for ``previous_response_id`` as by default) on ``/v1/responses``:
 
 * ``app``: the ASGI app (:func:`toolshim.server.create_app`) driven by raw ASGI messages in
   this process, in front of a canned in-process upstream that only decodes prepared JSON
@@ -18,6 +19,7 @@ plain pass-through:
 * ``serve``: a real ``toolshim serve`` process (uvicorn) in front of that upstream, driven by
   an aiohttp client from this process with a few connections; CPU is the proxy process's own,
   read from /proc (Linux only; skipped elsewhere). Everything the proxy process does.
+  (Chat completions paths only.)
 
     python benchmarks/bench_proxy_cpu.py                     # all layers, 2000 requests a path
     python benchmarks/bench_proxy_cpu.py --layers app --profile native-stream
@@ -59,14 +61,32 @@ class Path_:
     name: str
     scenario: bp.Scenario
     stream: bool
+    responses: bool = False
+    """Sent to ``/v1/responses`` in that API's shape, instead of to chat completions."""
 
     @property
     def mode(self) -> str:
         return "force" if "--mode" in self.scenario.proxy_flags else "auto"
 
     @property
-    def body(self) -> dict[str, Any]:
+    def endpoint(self) -> str:
+        return "/v1/responses" if self.responses else "/v1/chat/completions"
+
+    @property
+    def chat_body(self) -> dict[str, Any]:
         return bp.request_body(self.scenario, self.stream)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        chat = self.chat_body
+        if not self.responses:
+            return chat
+        system, user = chat["messages"]
+        body = {**chat, "instructions": system["content"], "input": user["content"]}
+        del body["messages"]
+        if "tools" in chat:
+            body["tools"] = [{"type": "function", **t["function"]} for t in chat["tools"]]
+        return body
 
 
 _SCENARIOS = {s.name: s for s in bp.SCENARIOS}
@@ -77,6 +97,11 @@ PATHS = [
     Path_("native-stream", _SCENARIOS["native"], True),
     Path_("emulated", _SCENARIOS["emulated"], False),
     Path_("emulated-stream", _SCENARIOS["emulated"], True),
+    Path_("resp-plain", _SCENARIOS["plain"], False, responses=True),
+    Path_("resp-native", _SCENARIOS["native"], False, responses=True),
+    Path_("resp-native-stream", _SCENARIOS["native"], True, responses=True),
+    Path_("resp-emulated", _SCENARIOS["emulated"], False, responses=True),
+    Path_("resp-emulated-stream", _SCENARIOS["emulated"], True, responses=True),
 ]
 
 
@@ -89,7 +114,7 @@ class CannedUpstream:
 
     def __init__(self, path: Path_) -> None:
         scripted = ScriptedUpstream({**path.scenario.upstream_script, "record": False})
-        completion = asyncio.run(scripted.complete(path.body))
+        completion = asyncio.run(scripted.complete(path.chat_body))
         completion["id"], completion["created"] = "chatcmpl-canned", 1700000000
         for choice in completion["choices"]:
             for call in choice["message"].get("tool_calls") or ():
@@ -138,8 +163,8 @@ class Driver:
             "http_version": "1.1",
             "method": "POST",
             "scheme": "http",
-            "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions",
+            "path": path.endpoint,
+            "raw_path": path.endpoint.encode(),
             "query_string": b"",
             "root_path": "",
             "headers": [
@@ -186,7 +211,8 @@ def check(path: Path_, body: bytes) -> None:
     text = body.decode()
     ok = ("get_weather" in text) == path.scenario.tools
     if path.stream:
-        ok = ok and text.rstrip().endswith("data: [DONE]")
+        end = "event: response.completed" if path.responses else "data: [DONE]"
+        ok = ok and end in text.rstrip().rsplit("\n\n", 1)[-1]
     if not ok:
         raise SystemExit(f"{path.name}: unexpected answer:\n{text[:800]}")
 
@@ -398,7 +424,7 @@ def main() -> None:
                         work,
                         path.name in profiled,
                     )
-                if "serve" in layers:
+                if "serve" in layers and not path.responses:
                     results["serve", path.name] = measure_serve(
                         path, proxy, args.requests, args.rounds, args.concurrency
                     )
@@ -414,15 +440,15 @@ def main() -> None:
     )
     shown = [layer for layer in ("app", "client", "serve") if layer in layers]
     print("each cell: total (user) — user is Python and libraries, the rest is the kernel")
-    header = f"{'path':<16}" + "".join(f"{layer:>16}" for layer in shown)
+    header = f"{'path':<22}" + "".join(f"{layer:>16}" for layer in shown)
     print(header)
     print("-" * len(header))
     for path in paths:
         cells = "".join(
-            f"{f'{total * 1e6:.0f} ({user * 1e6:.0f})':>16}"
-            for total, user in (results[layer, path.name] for layer in shown)
+            f"{f'{cpu[0] * 1e6:.0f} ({cpu[1] * 1e6:.0f})' if cpu else '-':>16}"
+            for cpu in (results.get((layer, path.name)) for layer in shown)
         )
-        print(f"{path.name:<16}{cells}")
+        print(f"{path.name:<22}{cells}")
     print(
         json.dumps(
             {

@@ -14,7 +14,7 @@ import pytest
 
 from tests.responses.conftest import LiveFactory
 from toolshim.capabilities.registry import Registry
-from toolshim.errors import UpstreamConnectionError
+from toolshim.errors import UpstreamConnectionError, UpstreamStatusError, UpstreamTimeoutError
 from toolshim.testing import FakeUpstream, Reply, call
 
 WEATHER = {
@@ -208,6 +208,52 @@ def test_errors_come_in_the_openai_shape(live: LiveFactory) -> None:
     with pytest.raises(openai.BadRequestError) as bad:
         client.responses.create(model="fake-model", input=[{"type": "item_reference", "id": "x"}])
     assert bad.value.body["param"] == "input.0"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+@pytest.mark.parametrize(
+    ("failure", "status", "error_class"),
+    [
+        (
+            UpstreamStatusError("model 'nope' not found", status=404),
+            404,
+            openai.NotFoundError,
+        ),
+        (
+            UpstreamStatusError("slow down", status=429, retry_after="7"),
+            429,
+            openai.RateLimitError,
+        ),
+        (UpstreamConnectionError("connection refused"), 502, openai.InternalServerError),
+        (
+            UpstreamTimeoutError("no answer within 5 s", deadline="read", seconds=5),
+            504,
+            openai.InternalServerError,
+        ),
+    ],
+    ids=["404", "429", "502", "504"],
+)
+def test_upstream_failures_keep_their_status_in_the_openai_shape(
+    live: LiveFactory, stream: bool, failure: Exception, status: int, error_class: type
+) -> None:
+    client = live(FakeUpstream([failure]), mode="off").client
+
+    def send() -> None:
+        if not stream:
+            client.responses.create(model="fake-model", input=QUESTION)
+            return
+        with client.responses.stream(model="fake-model", input=QUESTION) as events:
+            list(events)
+
+    with pytest.raises(error_class) as caught:
+        send()
+    error = caught.value
+    assert isinstance(error, openai.APIStatusError) and error.status_code == status
+    assert set(error.body) >= {"message", "type", "param", "code"}  # type: ignore[arg-type]
+    assert str(failure) in error.message
+    assert error.response.json()["toolshim"]["mode"] == "off"
+    if status == 429:
+        assert error.response.headers["retry-after"] == "7"
 
 
 class BreaksMidStream(FakeUpstream):

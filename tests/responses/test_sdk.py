@@ -184,6 +184,29 @@ def test_streamed_and_created_answers_agree(live: LiveFactory, reply: str) -> No
 
     assert shape(created.to_dict()["output"]) == shape(streamed.to_dict()["output"])
     assert created.model_extra["toolshim"] == streamed.model_extra["toolshim"]
+    assert created.usage is not None and created.usage == streamed.usage
+    assert created.status == streamed.status == "completed"
+
+
+@pytest.mark.parametrize("mode", ["off", "force"])
+def test_an_answer_cut_by_max_output_tokens_is_incomplete_streamed_or_not(
+    live: LiveFactory, mode: str
+) -> None:
+    cut = Reply("It is sunny in Par", finish_reason="length")
+    client = live(FakeUpstream([cut, cut]), mode=mode).client
+    body: dict[str, Any] = {"model": "fake-model", "input": QUESTION, "max_output_tokens": 5}
+    created = client.responses.create(**body)
+    with client.responses.stream(**body) as events:
+        seen = list(events)
+    # as at OpenAI, the last event is response.incomplete (the SDK's get_final_response()
+    # waits for a response.completed, and raises)
+    assert seen[-1].type == "response.incomplete"
+    streamed = seen[-1].response
+    for response in (created, streamed):
+        assert response.status == "incomplete" and response.output_text == "It is sunny in Par"
+        assert response.incomplete_details is not None
+        assert response.incomplete_details.reason == "max_output_tokens"
+        assert response.max_output_tokens == 5
 
 
 def test_dropped_tools_are_named_in_the_warnings(live: LiveFactory) -> None:

@@ -132,12 +132,14 @@ def test_setting_a_fact_while_the_store_is_away_is_an_error_not_a_silent_loss() 
         ["models", "set", "m", "--tools", "no", "--registry", "redis://:s3cret@127.0.0.1:1/0"],
     )
     assert result.exit_code == 1
-    assert "could not be written" in result.stderr
+    assert result.stderr.startswith("error: the capability store at redis://:***@127.0.0.1:1/0")
+    assert "cannot be used" in result.stderr
+    assert "lost" not in result.stderr  # refused before anything was learned
     assert "s3cret" not in result.output
 
 
 def test_a_long_outage_drops_learned_writes_first_never_what_a_person_set_or_forgot(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Past MAX_PENDING waiting writes the oldest learned ones go; a user's setting and a
     forget (``toolshim models forget``, chat's /forget) are written back whatever their age."""
@@ -168,3 +170,5 @@ def test_a_long_outage_drops_learned_writes_first_never_what_a_person_set_or_for
             assert stored == ["learned-5", "mine"]
         finally:
             registry.close()
+    dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 1, dropped  # five writes dropped, said once

@@ -53,6 +53,7 @@ class StoreMirror:
         self._retry_at = 0.0
         self._sync: SyncThread | None = None
         self._watch = None
+        self._dropping = False
         self._documents: HeldDocuments | None = None
         methods = ("put_document", "get_document", "delete_document")
         if all(hasattr(store, m) for m in methods):
@@ -195,10 +196,13 @@ class StoreMirror:
             # Learned facts and models seen may go; a person's settings and forgets never do.
             if isinstance(op, Seen) or (isinstance(op, Put) and op.fact.source is not Source.USER):
                 del self._pending[index]
-                log.warning(
-                    "more than %d writes wait for the capability store; dropped the oldest",
-                    MAX_PENDING,
-                )
+                if not self._dropping:  # said once an outage, not once a write
+                    self._dropping = True
+                    log.warning(
+                        "more than %d writes wait for the capability store; the oldest learned "
+                        "ones are dropped (a person's settings are kept)",
+                        MAX_PENDING,
+                    )
                 return
 
     def _may_try(self, now: float) -> bool:
@@ -318,6 +322,7 @@ class StoreMirror:
     def _came_back(self) -> None:
         with self._lock:
             was, self._down = self._down, None
+            self._dropping = False
         if was is not None:
             log.warning(
                 "capability store at %s is back; what was learned meanwhile is written",

@@ -256,7 +256,7 @@ def set_facts(
                 f"{', '.join(available_dialects())}",
                 param="dialect",
             )
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
         key = registry_key(upstream) if upstream else ANY_UPSTREAM
         for name, value in chosen.items():
             reg.learn(key, model, name, value, Source.USER, detail=note)
@@ -296,7 +296,7 @@ def probe(
 
     def run() -> None:
         url = _need_upstream(upstream, "probe")
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
 
         async def go() -> Any:
             client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
@@ -358,7 +358,7 @@ def forget(
         names = [n.replace("-", "_") for n in fact] if fact else None
         for name in names or ():
             coerce_value(name, "unknown" if name != "context_window" else 1)
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
         key = registry_key(upstream) if upstream else None
         removed = reg.forget(key, model, names=names, sources=sources)
         reg.flush()
@@ -389,7 +389,7 @@ def refresh(
 
     def run() -> None:
         url = _need_upstream(upstream, "refresh")
-        reg = open_registry(registry, _err)
+        reg = _readable(open_registry(registry, _err))
         done = 0
 
         def progress(found: DiscoveredModel) -> None:
@@ -435,8 +435,9 @@ def _guard(run: Callable[[], None]) -> None:
 
 
 def _readable(registry: Registry) -> Registry:
-    """``registry``, or StoreError when its store cannot be read now (a shared store that is
-    away): a command that shows the store must not show an empty one instead."""
+    """``registry``, or StoreError when its store cannot be used now (a shared store that is
+    away): a command that shows the store must not show an empty one instead, and one that
+    writes it says so before it does anything (not after, as writes it could not make)."""
     if registry.outage is not None:
         raise StoreError(registry.outage)
     return registry

@@ -43,7 +43,8 @@ def test_the_cli_says_a_malformed_url_in_one_line(url: str) -> None:
     result = CliRunner().invoke(app, ["models", "list", "--registry", url])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
-    assert result.stderr.startswith("error: the registry URL"), result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: the registry URL"), result.stderr
     assert no_secret(result.output)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = ["MASK", "credential_values", "redact", "redact_json", "url_without_credentials"]
 
@@ -81,7 +81,9 @@ def credential_values(headers: Mapping[str, str] | None = None, url: str = "") -
         except ValueError:
             parts = None
         if parts is not None:
-            out.extend(s for s in (parts.password, parts.username) if s)
+            for part in (parts.password, parts.username):
+                if part:  # as written in the URL, and as sent (percent-decoded)
+                    out.extend((part, unquote(part)))
     return tuple(dict.fromkeys(s for s in out if len(s) >= 4))
 
 

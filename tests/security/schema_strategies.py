@@ -58,7 +58,7 @@ json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-5, 5)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=6),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)

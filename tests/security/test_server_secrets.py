@@ -3,6 +3,7 @@ key, ``x-api-key``) is masked in every line written while serving its request.""
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
 import sys
@@ -78,7 +79,9 @@ def test_user_and_password_in_the_upstream_url_never_show(
     tmp_path: Path, fake_upstream: FakeUpstreamProcess, reachable: bool
 ) -> None:
     """`--upstream http://user:pass@host/v1`: the banner, the startup warning, /healthz,
-    /metrics, error answers and the log show the URL without its user info."""
+    /metrics, error answers and the log show the URL without its user info; requests carrying
+    a key of their own (the openai SDK always sends one) are served, the upstream getting
+    the URL's user and password (on the old code: a 500, aiohttp refusing both)."""
     fake_upstream.script(replies=["hello"], repeat=True)
     port = fake_upstream.base_url.rsplit(":", 1)[1].split("/")[0] if reachable else "9"
     upstream = f"http://admin:{PASSWORD}@127.0.0.1:{port}/v1"
@@ -106,7 +109,8 @@ def test_user_and_password_in_the_upstream_url_never_show(
                 client.post(
                     "/v1/chat/completions",
                     json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-                ).text,
+                    headers={"Authorization": "Bearer sk-the-callers-own-key"},
+                ),
                 client.post(
                     "/v1/chat/completions",
                     json={
@@ -120,8 +124,17 @@ def test_user_and_password_in_the_upstream_url_never_show(
             ]
     finally:
         process.stop()
+    answer = seen.pop(1)
+    assert isinstance(answer, httpx.Response)
+    if reachable:
+        assert answer.status_code == 200, answer.text
+        sent = fake_upstream.history()["headers"][-1]
+        basic = base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
+        assert {k.lower(): v for k, v in sent.items()}["authorization"] == f"Basic {basic}"
+    else:
+        assert answer.status_code == 502, answer.text
     output = process.output()
-    everything = "\n".join([*seen, output])
+    everything = "\n".join([*map(str, seen), answer.text, output])
     assert PASSWORD not in everything
     assert f"127.0.0.1:{port}/v1" in output  # the banner still says where the upstream is
     assert "127.0.0.1" in seen[0]  # and so does /healthz

@@ -7,21 +7,30 @@ masked, so that an upstream echoing the key never hands it to a caller.
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from toolshim.errors import UpstreamProtocolError, UpstreamStatusError, upstream_error_fields
-from toolshim.redact import redact, redact_json
+from toolshim.errors import (
+    ConfigError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    upstream_error_fields,
+)
+from toolshim.redact import redact, redact_json, url_without_credentials
 
 __all__ = [
     "completion_as_chunks",
     "event_object",
     "json_object",
     "status_error",
+    "upstream_headers",
+    "with_authorization",
 ]
 
 
@@ -140,3 +149,42 @@ def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
     if completion.get("usage"):
         chunks.append({**base, "choices": [], "usage": completion["usage"]})
     return chunks
+
+
+def upstream_headers(
+    base_url: str, api_key: str | None, headers: Mapping[str, str] | None
+) -> tuple[str, dict[str, str], str | None]:
+    """An adapter's request URL base (``user:pass@`` taken out), its own headers, and the
+    ``Authorization`` value every request must carry whatever the caller sent (the URL's
+    ``user:pass@`` as Basic credentials; None when the URL has none).
+
+    HTTP clients refuse or silently override an ``Authorization`` header sent to a URL that
+    holds credentials, so the URL's are sent as a header, in place of a caller's. A key given
+    as well is a ConfigError: only one of them can be sent.
+    """
+    own = {"Accept": "application/json", **(headers or {})}
+    shown = url_without_credentials(base_url)
+    parts = urlsplit(base_url)
+    basic = None
+    if shown != base_url and (parts.username or parts.password):
+        if api_key:
+            raise ConfigError(
+                f"the upstream URL {shown!r} holds a user and password and an API key is given "
+                "as well: only one can be sent as the upstream's Authorization; give one"
+            )
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        basic = f"Basic {base64.b64encode(pair.encode()).decode()}"
+        own["Authorization"] = basic
+    elif api_key:
+        own["Authorization"] = f"Bearer {api_key}"
+    return shown, own, basic
+
+
+def with_authorization(headers: dict[str, str], authorization: str | None) -> dict[str, str]:
+    """``headers`` with ``authorization`` as their only ``Authorization`` (when given)."""
+    if authorization is None:
+        return headers
+    for name in [n for n in headers if n.lower() == "authorization"]:
+        del headers[name]
+    headers["Authorization"] = authorization
+    return headers

@@ -28,7 +28,13 @@ from toolshim.errors import (
     UpstreamIncompleteError,
 )
 from toolshim.redact import credential_values, url_without_credentials
-from toolshim.upstreams._http import completion_as_chunks, json_object, status_error
+from toolshim.upstreams._http import (
+    completion_as_chunks,
+    json_object,
+    status_error,
+    upstream_headers,
+    with_authorization,
+)
 from toolshim.upstreams._policy import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_RETRIES,
@@ -52,6 +58,8 @@ class AiohttpUpstream:
 
     ``key`` names the upstream in the capability registry (default: the normalised base URL,
     without ``user:pass@``), as for :class:`~toolshim.upstreams.openai_http.OpenAIUpstream`.
+    A ``user:pass@`` in ``base_url`` is sent as Basic credentials, in place of any
+    ``Authorization`` a caller forwards.
     """
 
     def __init__(
@@ -69,12 +77,12 @@ class AiohttpUpstream:
         session: aiohttp.ClientSession | None = None,
         key: str | None = None,
     ) -> None:
-        self.base_url = normalize_base_url(base_url)
-        self.shown_url = url_without_credentials(self.base_url)
+        given = normalize_base_url(base_url)
+        self.base_url, self._headers, self._authorization = upstream_headers(
+            given, api_key, headers
+        )
+        self.shown_url = self.base_url
         self._key = url_without_credentials(key) if key is not None else self.shown_url
-        self._headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
         self.timeout = timeout
         self.deadlines = Deadlines(connect=connect_timeout, read=timeout, total=total_timeout)
         self.retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
@@ -87,7 +95,7 @@ class AiohttpUpstream:
         self._owns_session = session is None
         self._chat_url = f"{self.base_url}/chat/completions"
         self._models_url = f"{self.base_url}/models"
-        self._base_secrets = credential_values(self._headers, self.base_url)
+        self._base_secrets = credential_values(self._headers, given)
 
     @property
     def key(self) -> str:
@@ -119,7 +127,7 @@ class AiohttpUpstream:
         merged = {**self._headers, **headers} if headers else dict(self._headers)
         if accept is not None:
             merged["Accept"] = accept
-        return merged
+        return with_authorization(merged, self._authorization) if headers else merged
 
     def _secrets(self, headers: Mapping[str, str] | None) -> tuple[str, ...]:
         if not headers:

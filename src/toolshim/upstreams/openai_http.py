@@ -22,7 +22,13 @@ from toolshim.errors import (
     UpstreamIncompleteError,
 )
 from toolshim.redact import credential_values, url_without_credentials
-from toolshim.upstreams._http import completion_as_chunks, json_object, status_error
+from toolshim.upstreams._http import (
+    completion_as_chunks,
+    json_object,
+    status_error,
+    upstream_headers,
+    with_authorization,
+)
 from toolshim.upstreams._policy import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_RETRIES,
@@ -82,7 +88,9 @@ class OpenAIUpstream:
     base URL (without ``user:pass@``). A server whose address changes from run to run (the
     embedded model on a random port) passes a stable key instead, so that what is learned in
     one run holds in the next. ``timeout`` is the read deadline, ``connect_timeout`` and
-    ``total_timeout`` the others; ``retries`` how often a safe failure is tried again.
+    ``total_timeout`` the others; ``retries`` how often a safe failure is tried again. A
+    ``user:pass@`` in ``base_url`` is sent as Basic credentials, in place of any
+    ``Authorization`` a caller forwards (``base_url`` is then kept without it).
     """
 
     def __init__(
@@ -99,12 +107,12 @@ class OpenAIUpstream:
         headers: Mapping[str, str] | None = None,
         key: str | None = None,
     ) -> None:
-        self.base_url = normalize_base_url(base_url)
-        self.shown_url = url_without_credentials(self.base_url)
+        given = normalize_base_url(base_url)
+        self.base_url, self._headers, self._authorization = upstream_headers(
+            given, api_key, headers
+        )
+        self.shown_url = self.base_url
         self._key = url_without_credentials(key) if key is not None else self.shown_url
-        self._headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
         self.deadlines = Deadlines(connect=connect_timeout, read=timeout, total=total_timeout)
         self.retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
         self.max_event_bytes = max_event_bytes
@@ -114,7 +122,7 @@ class OpenAIUpstream:
             timeout=self._timeout,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
-        self._base_secrets = credential_values(self._headers, self.base_url)
+        self._base_secrets = credential_values(self._headers, given)
 
     @property
     def key(self) -> str:
@@ -130,7 +138,9 @@ class OpenAIUpstream:
         return f"{self.base_url}/{path.lstrip('/')}"
 
     def _merged(self, headers: Mapping[str, str] | None) -> dict[str, str]:
-        return {**self._headers, **headers} if headers else self._headers
+        if not headers:
+            return self._headers
+        return with_authorization({**self._headers, **headers}, self._authorization)
 
     def _secrets(self, headers: Mapping[str, str] | None) -> tuple[str, ...]:
         if not headers:

@@ -51,6 +51,9 @@ class Fault:
     """The request is tried 1 + retries times."""
     no_server: str = ""
     """Without a server: ``refused`` (nothing listens) or ``unanswered`` (a full queue)."""
+    resent: bool = False
+    """The aiohttp adapter sends it once more at once: to a client, a connection closed
+    before any answer looks like a kept-alive one the server had closed (llama-server)."""
 
     def behaviour(self, streamed: bool) -> Behaviour:
         """The server's behaviour for a streamed or a plain request (not for "refused")."""
@@ -91,6 +94,33 @@ async def reset_mid_body_streamed(
     await _send(writer, head(200, {**SSE, "Transfer-Encoding": "chunked"}), chunk(event(FIRST)))
     await asyncio.sleep(0.05)
     reset(writer)
+
+
+async def close_before_answering(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request
+) -> None:
+    await _close(writer)
+
+
+async def reset_before_answering(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request
+) -> None:
+    reset(writer)
+
+
+async def silent_mid_body_plain(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request
+) -> None:
+    body = json.dumps(completion("x" * 500)).encode()
+    await _send(writer, head(200, {**JSON, "Content-Length": str(len(body))}), body[:100])
+    await asyncio.sleep(3600)
+
+
+async def silent_mid_body_streamed(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request
+) -> None:
+    await _send(writer, head(200, {**SSE, "Transfer-Encoding": "chunked"}), chunk(event(FIRST)))
+    await asyncio.sleep(3600)
 
 
 def _drip(headers: dict[str, str], body: bytes) -> Behaviour:
@@ -176,6 +206,15 @@ async def invalid_json_streamed(
 
 
 html_ok = _status(200, HTML_PAGE, {"Content-Type": "text/html"})
+OVERLOADED = {"error": {"message": "model overloaded", "type": "server_error", "code": 503}}
+error_with_200_plain = _status(200, json.dumps(OVERLOADED).encode(), JSON)
+
+
+async def error_event_streamed(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request
+) -> None:
+    await _send(writer, head(200, {**SSE, "Connection": "close"}), event(FIRST), event(OVERLOADED))
+    await _close(writer)
 
 
 def huge_arguments() -> str:
@@ -257,6 +296,21 @@ FAULTS: dict[str, Fault] = {
         retried=True,
         no_server="unanswered",
     ),
+    "closed before answering": Fault(
+        "the request is read, the connection closed without a byte",
+        close_before_answering,
+        close_before_answering,
+        (502, "upstream_unreachable"),
+        (502, "upstream_unreachable"),
+        resent=True,
+    ),
+    "reset before answering": Fault(
+        "the request is read, then a TCP reset",
+        reset_before_answering,
+        reset_before_answering,
+        (502, "upstream_unreachable"),
+        (502, "upstream_unreachable"),
+    ),
     "reset mid-body": Fault(
         "TCP reset after part of the body",
         reset_mid_body_plain,
@@ -268,6 +322,13 @@ FAULTS: dict[str, Fault] = {
         "the request is read, nothing is sent",
         never_answer,
         never_answer,
+        (504, "upstream_timeout"),
+        (504, "upstream_timeout"),
+    ),
+    "silent mid-body": Fault(
+        "headers and part of the body (a first event), then nothing",
+        silent_mid_body_plain,
+        silent_mid_body_streamed,
         (504, "upstream_timeout"),
         (504, "upstream_timeout"),
     ),
@@ -328,6 +389,13 @@ FAULTS: dict[str, Fault] = {
         invalid_json_streamed,
         (502, "upstream_bad_response"),
         (502, "upstream_bad_response"),
+    ),
+    "error with 200": Fault(
+        "200 with an error object as the body / an error event after the first",
+        error_with_200_plain,
+        error_event_streamed,
+        (503, "upstream_error"),
+        (503, "upstream_error"),
     ),
     "HTML with 200": Fault(
         "200 with an HTML page",

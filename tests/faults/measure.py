@@ -25,7 +25,8 @@ def result(status: int, text: str, stream: bool) -> str:
         for block in text.split("\n\n"):
             data = block.removeprefix("data: ")
             if data.startswith("{") and '"error"' in data[:12]:
-                return f"200, then error event `{json.loads(data)['error']['code']}`"
+                error = json.loads(data)["error"]
+                return f"200, then error event `{error['code'] or error['type']}`"
         finish = assemble(sse_events(text))["finish_reason"]
         return f"200, ends with finish_reason `{finish}`"
     return f"200, finish_reason `{json.loads(text)['choices'][0]['finish_reason']}`"

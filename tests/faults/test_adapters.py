@@ -55,7 +55,8 @@ async def test_each_fault_has_one_defined_error(name: str, streamed: bool, kind:
     assert label(caught.value) == expected, caught.value.message
     assert "Traceback" not in caught.value.message
     if requests:
-        assert len(requests) == (3 if fault.retried else 1)
+        resent = fault.resent and kind == "aiohttp"
+        assert len(requests) == (3 if fault.retried else 2 if resent else 1)
 
 
 @pytest.mark.parametrize("kind", ADAPTERS)
@@ -153,3 +154,14 @@ async def test_an_html_error_page_is_named_by_its_title_not_pasted(kind: str) ->
     assert caught.value.message == (
         "the upstream answered HTTP 502 with an HTML page ('502 Bad Gateway')"
     )
+
+
+@pytest.mark.parametrize("kind", ADAPTERS)
+@pytest.mark.parametrize("name", ["closed before answering", "reset before answering"])
+async def test_a_connection_broken_before_the_answer_says_so(name: str, kind: str) -> None:
+    async with serving(FAULTS[name], False) as (url, _):
+        with pytest.raises(ToolshimError) as caught:
+            await call(adapter(kind, url), False)
+    message = caught.value.message
+    assert "before answering" in message, message
+    assert not message.rstrip().endswith(":"), message  # a reason, not an empty one

@@ -1,5 +1,6 @@
 """Fuzzing the proxy's request decoding and validation in-process: whatever JSON (or bytes) a
-client sends, the answer is never a 5xx and every error is an OpenAI error body."""
+client sends to any of its protocol routes, the answer is never a 5xx and every error is an
+error body in that protocol's shape (OpenAI's; Anthropic's on ``/v1/messages``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from tests.security.fuzz_bodies import bodies, chat_like, raw_bodies
+from tests.security.fuzz_bodies import (
+    bodies,
+    chat_like,
+    messages_like,
+    raw_bodies,
+    responses_like,
+)
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import create_app
@@ -39,14 +48,50 @@ def check(response: httpx.Response, sent: Any) -> None:
         assert response.json()["choices"], response.text
 
 
-def post(content: bytes) -> httpx.Response:
+def check_protocol(response: httpx.Response, sent: Any, path: str) -> None:
+    """:func:`check` for any protocol route: no 5xx, errors in the route's shape, a stream
+    that ends with its protocol's last event (or an error event)."""
+    if path == "/v1/chat/completions":
+        check(response, sent)
+        return
+    anthropic = path.startswith("/v1/messages")
+    assert response.status_code < 500, (response.status_code, response.text, sent)
+    if response.status_code >= 400:
+        body = response.json()
+        if anthropic:
+            assert body["type"] == "error", body
+        error = body["error"]
+        assert isinstance(error["message"], str) and error["message"], body
+        assert "Traceback" not in error["message"]
+        return
+    if response.headers["content-type"].startswith("text/event-stream"):
+        events = [
+            json.loads(line.removeprefix("data: "))
+            for line in response.text.splitlines()
+            if line.startswith("data: ") and line != "data: [DONE]"
+        ]
+        last = events[-1]["type"]
+        ends = (
+            ("message_stop", "error")
+            if anthropic
+            else (
+                "response.completed",
+                "response.incomplete",
+                "response.failed",
+                "error",
+            )
+        )
+        assert last in ends, response.text
+    else:
+        assert response.json(), response.text
+
+
+def post(content: bytes, path: str = "/v1/chat/completions") -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=APP)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
             return await client.post(
-                "/v1/chat/completions",
-                content=content,
-                headers={"content-type": "application/json"},
+                path, content=content, headers={"content-type": "application/json"}
             )
 
     return asyncio.run(go())
@@ -71,3 +116,20 @@ def test_arbitrary_json_never_gets_a_5xx(body: Any) -> None:
 @given(raw_bodies)
 def test_arbitrary_bytes_never_get_a_5xx(body: bytes) -> None:
     check(post(body), body)
+
+
+PROTOCOL_BODIES = {
+    "/v1/messages": messages_like,
+    "/v1/messages/count_tokens": messages_like,
+    "/v1/responses": responses_like,
+}
+
+
+@pytest.mark.parametrize("path", sorted(PROTOCOL_BODIES))
+def test_every_protocol_route_answers_bad_input_in_its_own_shape(path: str) -> None:
+    @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.one_of(PROTOCOL_BODIES[path], bodies))
+    def one(body: Any) -> None:
+        check_protocol(post(json.dumps(body).encode(), path), body, path)
+
+    one()

@@ -26,8 +26,8 @@ from toolshim.redact import redact, redact_json, url_without_credentials
 
 __all__ = [
     "completion_as_chunks",
-    "event_object",
     "json_object",
+    "reply_object",
     "status_error",
     "upstream_headers",
     "with_authorization",
@@ -94,8 +94,10 @@ def status_error(
     )
 
 
-def event_object(data: str, url: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
-    """One SSE event's JSON; an ``{"error": …}`` event (sent mid-stream) raises, masked."""
+def reply_object(data: bytes | str, url: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A reply's JSON (a whole answer, or one SSE event); an ``{"error": …}`` object in its
+    place (an event sent mid-stream, or a body some servers send with status 200) raises an
+    UpstreamStatusError with the upstream's own message (masked), never passes as a reply."""
     obj = json_object(data, url, secrets)
     if "error" in obj and "choices" not in obj:
         obj = redact_json(obj, secrets)

@@ -16,7 +16,7 @@ from typing import Any
 
 from toolshim.errors import UpstreamIncompleteError, UpstreamProtocolError
 from toolshim.redact import redact
-from toolshim.upstreams._http import event_object
+from toolshim.upstreams._http import reply_object
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "sse_objects"]
 
@@ -86,7 +86,7 @@ async def sse_objects(
             event_bytes = 0 if not line.strip() else event_bytes + len(line) + 1
             data = decoder.line(line.decode("utf-8", "replace"))
             if data is not None:
-                obj = event_object(data, url, secrets)
+                obj = reply_object(data, url, secrets)
                 finished = finished or _has_finish(obj)
                 yield obj
             if decoder.done:
@@ -102,12 +102,12 @@ async def sse_objects(
     if buffer:
         data = decoder.line(buffer.decode("utf-8", "replace"))
         if data is not None:  # (a line alone cannot end an event; kept for symmetry)
-            obj = event_object(data, url, secrets)
+            obj = reply_object(data, url, secrets)
             finished = finished or _has_finish(obj)
             yield obj
     data = decoder.end()
     if data is not None:
-        obj = event_object(data, url, secrets)
+        obj = reply_object(data, url, secrets)
         finished = finished or _has_finish(obj)
         yield obj
     if decoder.done or finished:

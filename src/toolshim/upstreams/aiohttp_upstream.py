@@ -31,6 +31,7 @@ from toolshim.redact import credential_values, url_without_credentials
 from toolshim.upstreams._http import (
     completion_as_chunks,
     json_object,
+    reply_object,
     status_error,
     upstream_headers,
     with_authorization,
@@ -210,7 +211,7 @@ class AiohttpUpstream:
         response = await self._open(
             "POST", self._chat_url, deadline, secrets, data=_dumps(body), headers=merged
         )
-        return json_object(await self._read(response, deadline), self.shown_url, secrets)
+        return reply_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def stream(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
@@ -227,7 +228,7 @@ class AiohttpUpstream:
             ctype = response.headers.get("Content-Type", "")
             if "text/event-stream" not in ctype and "json" in ctype:
                 # The upstream ignored "stream": answer with the whole completion as chunks.
-                whole = json_object(await self._read(response, deadline), self.shown_url, secrets)
+                whole = reply_object(await self._read(response, deadline), self.shown_url, secrets)
                 for chunk in completion_as_chunks(whole):
                     yield chunk
                 return
@@ -282,6 +283,12 @@ class AiohttpUpstream:
         if isinstance(exc, aiohttp.ServerDisconnectedError):
             return UpstreamConnectionError(
                 f"the upstream at {url} closed the connection before answering", url=url
+            )
+        if isinstance(exc, aiohttp.ClientOSError):
+            return UpstreamConnectionError(
+                f"the upstream at {url} broke the connection before answering: "
+                f"{exc.strerror or type(exc).__name__}",
+                url=url,
             )
         return UpstreamConnectionError(
             f"error talking to the upstream at {url}: {type(exc).__name__}", url=url

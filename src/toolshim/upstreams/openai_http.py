@@ -25,6 +25,7 @@ from toolshim.redact import credential_values, url_without_credentials
 from toolshim.upstreams._http import (
     completion_as_chunks,
     json_object,
+    reply_object,
     status_error,
     upstream_headers,
     with_authorization,
@@ -217,7 +218,7 @@ class OpenAIUpstream:
         deadline = self.deadlines.start()
         request = self._request("POST", "chat/completions", self._merged(headers), body)
         response = await self._open(request, deadline, secrets)
-        return json_object(await self._read(response, deadline), self.shown_url, secrets)
+        return reply_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def stream(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
@@ -231,7 +232,7 @@ class OpenAIUpstream:
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype and "json" in ctype:
                 # The upstream ignored "stream": answer with the whole completion as chunks.
-                whole = json_object(await self._read(response, deadline), self.shown_url, secrets)
+                whole = reply_object(await self._read(response, deadline), self.shown_url, secrets)
                 for chunk in completion_as_chunks(whole):
                     yield chunk
                 return
@@ -278,7 +279,8 @@ class OpenAIUpstream:
             )
         if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
             return UpstreamConnectionError(
-                f"the upstream at {url} broke the connection: {exc or type(exc).__name__}",
+                f"the upstream at {url} broke the connection before answering: "
+                f"{str(exc) or type(exc).__name__}",
                 url=url,
             )
         return UpstreamConnectionError(

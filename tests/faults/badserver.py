@@ -83,6 +83,12 @@ async def bad_server(*faults: Fault) -> AsyncIterator[BadServer]:
         tasks.add(task)
         try:
             while (request := await _read_request(reader)) is not None:
+                if not request.path.startswith("/v1/"):
+                    # A stray probe (another process on this shared machine polling the
+                    # port it had before, e.g. GET /healthz): not a request of the test.
+                    writer.write(head(404, {"Content-Length": "0"}))
+                    await writer.drain()
+                    continue
                 state.requests.append(request)
                 fault = faults[min(len(state.requests), len(faults)) - 1]
                 await fault(reader, writer, request)

@@ -85,6 +85,43 @@ async def test_more_messages_than_allowed_is_a_400() -> None:
     assert_openai_error(response, 400, "too_many_messages")
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "code"),
+    [
+        (
+            "/v1/messages",
+            {"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}] * 3},
+            "3 messages",
+        ),
+        (
+            "/v1/messages/count_tokens",
+            {"messages": [{"role": "user", "content": "hi"}] * 3},
+            "3 messages",
+        ),
+        (
+            "/v1/messages/count_tokens",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(4)],
+            },
+            "4 tools",
+        ),
+        ("/v1/responses", {"input": [{"role": "user", "content": "hi"}] * 3}, "3 input"),
+    ],
+)
+async def test_every_protocol_route_holds_the_count_limits(
+    path: str, body: dict[str, Any], code: str
+) -> None:
+    """Token counting included (it read any number of messages and tools)."""
+    limits = Limits(max_messages=2, max_tools=3)
+    async with proxy(FakeUpstream(["hi"]), app_options={"limits": limits}) as p:
+        response = await p.client.post(path, json={"model": "fake-model", **body})
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert "this proxy accepts at most" in message, message
+    assert code in message
+
+
 async def test_requests_beyond_the_concurrency_limit_get_a_429_with_retry_after() -> None:
     release = asyncio.Event()
     both_started = asyncio.Event()

@@ -11,7 +11,7 @@ import pytest
 
 from toolshim.errors import ConfigError, UpstreamStatusError
 from toolshim.testing import FakeUpstream
-from toolshim.testing.server import serve_fake
+from toolshim.testing.server import serve_app, serve_fake
 from toolshim.upstreams import OpenAIUpstream
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
@@ -72,3 +72,44 @@ def test_a_user_and_password_and_a_key_together_are_refused(kind: str) -> None:
     with pytest.raises(ConfigError, match="only one can be sent") as caught:
         ADAPTERS[kind]("http://alice:secret-pw@127.0.0.1:9/v1", api_key="sk-key-12345678")
     assert "secret-pw" not in caught.value.message
+
+
+@pytest.mark.parametrize("kind", sorted(ADAPTERS))
+@pytest.mark.parametrize("given", ["url", "api_key"])
+async def test_token_counting_asks_the_upstream_with_its_credentials(kind: str, given: str) -> None:
+    """``/v1/messages/count_tokens`` asks the upstream's ``/tokenize`` with the upstream's
+    credentials (it asked with none: a server behind auth always gave the estimate)."""
+    from aiohttp import web
+
+    from tests.server.helpers import proxy
+
+    expected = BASIC if given == "url" else "Bearer sk-upstream-key-123"
+    seen: list[str | None] = []
+
+    async def tokenize(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") != expected:
+            return web.json_response({"error": "unauthorized"}, status=401)
+        content = (await request.json())["content"]
+        return web.json_response({"tokens": list(range(len(content.split())))})
+
+    app = web.Application()
+    app.router.add_post("/tokenize", tokenize)
+    with serve_app(app) as server:
+        base = f"http://127.0.0.1:{server.port}/v1"
+        if given == "url":
+            upstream = ADAPTERS[kind](with_user(base))
+        else:
+            upstream = ADAPTERS[kind](base, api_key="sk-upstream-key-123")
+        try:
+            async with proxy(upstream, mode="off") as p:
+                response = await p.client.post(
+                    "/v1/messages/count_tokens",
+                    json={"model": "m", "messages": [{"role": "user", "content": "one two"}]},
+                    headers={"x-api-key": "the-callers-own"},
+                )
+        finally:
+            await upstream.aclose()
+    assert response.status_code == 200, response.text
+    assert response.json() == {"input_tokens": 2, "toolshim": {"token_count": "upstream"}}
+    assert seen == [expected]

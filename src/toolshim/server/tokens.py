@@ -14,7 +14,6 @@ import logging
 import math
 from typing import Any
 
-import httpx
 import orjson
 from starlette.types import Receive, Scope, Send
 
@@ -69,6 +68,7 @@ class CountTokens:
                 self.settings.pin_model or not payload.get("model")
             ):
                 payload["model"] = self.settings.default_model
+            self.settings.limits.check_payload(payload)
             request = self.codec.decode(payload).request
             text = request_text(request)
             counted = await self._tokenize(text)
@@ -82,22 +82,19 @@ class CountTokens:
         await send_json(send, 200, {"input_tokens": tokens, "toolshim": {"token_count": source}})
 
     async def _tokenize(self, text: str) -> int | None:
-        """The upstream's count, or None where it has no ``/tokenize`` (or it failed)."""
+        """The upstream's count, or None where it has no ``/tokenize`` (or it failed). The
+        upstream adapter asks (its pooled connections, its credentials: a ``user:pass@`` URL or
+        ``--upstream-api-key``)."""
         upstream: Any = self.engine.upstream
         while hasattr(upstream, "inner"):  # (wrappers such as the metrics' ObservedUpstream)
             upstream = upstream.inner
-        base = getattr(upstream, "base_url", None)
-        if not isinstance(base, str) or base in self._no_tokenizer:
+        tokenize = getattr(upstream, "tokenize", None)
+        where = str(getattr(upstream, "base_url", "") or type(upstream).__name__)
+        if tokenize is None or where in self._no_tokenizer:
             return None
-        root = base.removesuffix("/").removesuffix("/v1")
-        try:
-            async with httpx.AsyncClient(timeout=TOKENIZE_TIMEOUT) as client:
-                response = await client.post(f"{root}/tokenize", json={"content": text})
-            tokens = response.json().get("tokens") if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
-            tokens = None
-        if not isinstance(tokens, list):
-            log.info("%s has no /tokenize; token counts are estimates", root)
-            self._no_tokenizer.add(base)
+        tokens = await tokenize(text, within=TOKENIZE_TIMEOUT)
+        if not isinstance(tokens, int):
+            log.info("%s has no /tokenize; token counts are estimates", where)
+            self._no_tokenizer.add(where)
             return None
-        return len(tokens)
+        return tokens

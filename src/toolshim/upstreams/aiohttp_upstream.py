@@ -15,6 +15,7 @@ server can stop generating.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -257,6 +258,26 @@ class AiohttpUpstream:
             "GET", self._models_url, deadline, secrets, NO_RETRIES, headers=self._merged(headers)
         )
         return json_object(await self._read(response, deadline), self.shown_url, secrets)
+
+    async def tokenize(self, text: str, *, within: float = 5.0) -> int | None:
+        """The upstream's own token count of ``text`` (llama-server's ``POST /tokenize``, with
+        this upstream's credentials; ``within`` seconds at most), or None where it has none or it
+        failed."""
+        root = self.base_url.removesuffix("/v1")
+        headers = {**self._headers, "Content-Type": "application/json"}
+        try:
+            async with asyncio.timeout(within):
+                response = await self._client().post(
+                    f"{root}/tokenize", data=_dumps({"content": text}), headers=headers
+                )
+                async with response:
+                    if response.status != 200:
+                        return None
+                    data = orjson.loads(await response.read())
+        except (TimeoutError, aiohttp.ClientError, OSError, orjson.JSONDecodeError):
+            return None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        return len(tokens) if isinstance(tokens, list) else None
 
     async def aclose(self) -> None:
         if self._session is not None and self._owns_session and not self._session.closed:

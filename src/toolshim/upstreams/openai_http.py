@@ -256,6 +256,21 @@ class OpenAIUpstream:
         response = await self._open(request, deadline, secrets, NO_RETRIES)
         return json_object(await self._read(response, deadline), self.shown_url, secrets)
 
+    async def tokenize(self, text: str, *, within: float = 5.0) -> int | None:
+        """The upstream's own token count of ``text`` (llama-server's ``POST /tokenize``, with
+        this upstream's credentials; ``within`` seconds at most), or None where it has none or it
+        failed."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            response = await self._client.post(
+                f"{root}/tokenize", json={"content": text}, headers=self._headers, timeout=within
+            )
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        return len(tokens) if isinstance(tokens, list) else None
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.aclose()

@@ -120,6 +120,23 @@ async def test_without_an_upstream_key_the_proxy_key_is_not_sent_upstream(
     assert "Authorization" not in upstream.headers[0]
 
 
+@pytest.mark.parametrize("header", ["Authorization", "x-api-key"])
+async def test_a_probe_to_healthz_never_forwards_the_proxy_key_upstream(
+    keys: AccessKeys, header: str
+) -> None:
+    """/healthz needs no key, but a probe may carry one (the same client config as the API
+    calls): it is not passed on to the upstream's /models either (it was, without
+    --upstream-api-key)."""
+    upstream = RecordsModelHeaders(["hi"])
+    value = f"Bearer {ALICE}" if header == "Authorization" else ALICE
+    async with proxy(upstream, app_options={"auth_keys": keys}) as p:
+        response = await p.client.get("/healthz", headers={header: value})
+    assert response.status_code == 200
+    assert response.json()["upstream"]["reachable"] is True
+    assert len(upstream.headers) == 1
+    assert ALICE not in str(upstream.headers[0])
+
+
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
     root = logging.getLogger()

@@ -216,6 +216,10 @@ class _Endpoints:
         self.engine = engine
         self._metrics = metrics
         self.settings = settings
+        self._checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = {}
+        """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile
+        share one (``/healthz`` needs no key, so a flood of them must not each ask the
+        upstream)."""
 
     async def models(self, request: Request) -> Response:
         headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
@@ -227,6 +231,23 @@ class _Endpoints:
 
     async def healthz(self, request: Request) -> Response:
         headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
+        key = tuple(sorted(headers.items()))
+        check = self._checks.get(key)
+        if check is None:
+            check = self._checks[key] = asyncio.create_task(self._check_upstream(headers))
+            check.add_done_callback(lambda _: self._checks.pop(key, None))
+        upstream = await asyncio.shield(check)
+        return JSONBody(
+            {
+                "status": "ok",
+                "version": __version__,
+                "mode": self.engine.options.mode.value,
+                "upstream": upstream,
+            }
+        )
+
+    async def _check_upstream(self, headers: dict[str, str]) -> dict[str, Any]:
+        """What ``/healthz`` says of the upstream: reachable or not, why, and how fast."""
         upstream: dict[str, Any] = {"url": self.engine.upstream.key}
         started = time.perf_counter()
         try:
@@ -249,14 +270,7 @@ class _Endpoints:
             upstream["error"] = f"internal error ({type(exc).__name__}); see the toolshim log"
         if upstream["reachable"]:
             upstream["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        return JSONBody(
-            {
-                "status": "ok",
-                "version": __version__,
-                "mode": self.engine.options.mode.value,
-                "upstream": upstream,
-            }
-        )
+        return upstream
 
     async def metrics(self, request: Request) -> Response:
         return Response(self._metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -113,6 +113,9 @@ class Guard:
             key_token = KEY_NAME.set(name)
             if self.on_key is not None:
                 self.on_key(name)
+        if self.keys is not None:
+            # On open paths too: a probe may carry the proxy's key (/healthz asks the
+            # upstream, and would pass it on).
             scope = dict(scope)
             scope["headers"] = [h for h in scope["headers"] if h[0] not in _KEY_HEADERS]
         try:

@@ -189,19 +189,20 @@ async def test_concurrent_health_probes_ask_the_upstream_once() -> None:
     """/healthz needs no key: a flood of probes shares one upstream check at a time instead of
     each asking the upstream's /models (it asked once per probe)."""
     release = asyncio.Event()
+    asked = asyncio.Event()
 
     class SlowModels(FakeUpstream):
         calls = 0
 
         async def list_models(self, *, headers: Any = None) -> dict[str, Any]:
             SlowModels.calls += 1
+            asked.set()
             await release.wait()
             return await super().list_models(headers=headers)
 
     async with proxy(SlowModels(["hi"])) as p:
         probes = [asyncio.create_task(p.client.get("/healthz")) for _ in range(20)]
-        while SlowModels.calls == 0:
-            await asyncio.sleep(0.01)
+        await asked.wait()
         await asyncio.sleep(0.1)  # every probe has arrived and waits
         release.set()
         answers = await asyncio.gather(*probes)

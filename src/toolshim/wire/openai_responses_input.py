@@ -261,6 +261,8 @@ def _messages(
     for position, item in enumerate(items):
         where = f"input.{position - offset}" if position >= offset else "previous_response_id"
         kind = item.get("type") or ("message" if "role" in item else None)
+        if not isinstance(kind, str):
+            kind = None  # (a list or object here is no type: the 400 below, not a TypeError)
         if kind == "message":
             out.append(_message(item, where))
         elif kind in ("function_call", "custom_tool_call"):
@@ -311,7 +313,7 @@ def _messages(
 
 def _message(item: Mapping[str, Any], where: str) -> Message:
     role = item.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidRequestError(
             f"{where}.role must be one of 'user', 'system', 'developer', 'assistant', not {role!r}",
             param=f"{where}.role",
@@ -334,7 +336,7 @@ def _part(part: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(part, Mapping):
         raise InvalidRequestError(f"{where} must be an object", param=where)
     kind = part.get("type")
-    if kind in _TEXT_PARTS:
+    if isinstance(kind, str) and kind in _TEXT_PARTS:
         text = part.get("refusal") if kind == "refusal" else part.get("text")
         if not isinstance(text, str):
             raise InvalidRequestError(f"{where}.text must be a string", param=f"{where}.text")

@@ -83,6 +83,8 @@ FAMILIES = {
     "tool-named-tag": '<toolcall><get_weather>{"city": "Paris", "days": 3}</get_weather></toolcall>',
     "name-tag-then-parameters": "<name>get_weather\n</parameter>\n<parameter=city>\nParis\n"
     "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>",
+    "olmo3-pythonic-in-function-calls": '<function_calls>get_weather(city="Paris", days=3)'
+    "</function_calls>",
     "invoke-name": "<function_call>\n<invoke_name>get_weather</invoke_name>\n<parameters>\n"
     "<city>Paris</city>\n<days>3</days>\n</parameters>\n</function_call>",
     "arrow": '[TOOL_CALL]\n{tool => "get_weather", args => {\n  --city "Paris"\n  --days 3\n}}\n'
@@ -240,6 +242,7 @@ LOOPING = [
     "<get_weather>{",
     "<name>get_weather</parameter>",
     "<toolcall><get_wea",
+    "<function_calls>get_weather()</function_calls",
 ]
 
 

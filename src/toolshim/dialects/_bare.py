@@ -30,6 +30,16 @@ from toolshim.dialects.segments import calls_segment
 __all__ = ["LineHost", "name_before", "read_bare_call", "read_named"]
 
 _AFTER_BARE_CALL = re.compile(r"[^\S\n]*;?[^\S\n]*")
+_LINE_CLOSERS = ("</function_calls>", "</tool_call>", "<|tool_call_end|>", "<|python_end|>")
+"""Closing tokens that may end a bare call's line (the call list's own wrapper closing)."""
+_SPACES = re.compile(r"[^\S\n]*")
+
+
+def _skip_spaces(buf: str, pos: int) -> int:
+    m = _SPACES.match(buf, pos)
+    return m.end() if m else pos
+
+
 _NAME_BEFORE = re.compile(r"(?<![\w.])((?:functions\.)?[A-Za-z_][\w.\-]{0,127}?)(:\d+)?\s*$")
 _LOOKBACK_TOKENS = (GLM_ARG_KEY, KIMI_ARGUMENT)
 
@@ -53,6 +63,13 @@ def read_bare_call(host: LineHost, t: int, m: re.Match[str], final: bool) -> Res
         return None, m.end()
     after = _AFTER_BARE_CALL.match(buf, end)
     stop = after.end() if after else end
+    rest = buf[stop : stop + 24].lower()
+    closer = next((c for c in _LINE_CLOSERS if rest.startswith(c)), None)
+    if closer is not None:  # OLMo 3: <function_calls>get_weather(…)</function_calls>
+        stop += len(closer)
+        stop = _skip_spaces(buf, stop)
+    elif not final and rest and any(c.startswith(rest) for c in _LINE_CLOSERS):
+        return NEED  # a closing token may be arriving
     if stop < len(buf) and buf[stop] != "\n":
         return None, m.end()
     if stop == len(buf) and not final:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolshim.capabilities.registry import Registry
+from toolshim.capabilities.store_sqlite import SQLiteStore
 from toolshim.errors import InvalidRequestError
 from toolshim.responses_store import MemoryDocuments, ResponseStore, open_response_store
 
@@ -56,3 +57,27 @@ def test_an_expired_response_is_gone(tmp_path: Path) -> None:
     store.save(response(1), [USER])
     assert store.get("resp_1") is None
     registry.close()
+
+
+def test_storing_a_response_costs_the_same_however_many_are_stored(tmp_path: Path) -> None:
+    """Each stored response is written while the proxy's event loop waits: its cost must not
+    grow with the store (it sorted and scanned every stored document, 33 ms a write at 10,000).
+    Counted in SQLite VM steps, not time."""
+    store = SQLiteStore(tmp_path / "capabilities.sqlite3", document_limit=1500)
+    documents = ResponseStore(store)
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    store._conn.set_progress_handler(count, 100)  # every 100 VM instructions
+    cost = {}
+    for n in range(2000):
+        steps = 0
+        documents.save({**response(n), "id": f"resp_{n}"}, [USER] * 20)
+        if n in (100, 1999):  # few stored, and beyond the limit (evicting)
+            cost[n] = steps
+    store.close()
+    assert cost[1999] <= 2 * cost[100] + 10, cost

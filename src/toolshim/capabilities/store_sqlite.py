@@ -38,6 +38,8 @@ __all__ = ["MIGRATIONS", "CapabilityStore", "SQLiteStore"]
 log = logging.getLogger("toolshim.capabilities")
 
 _COLUMNS = "upstream, model, name, source, value, updated_at, detail"
+EXPIRED_SWEEP_SECONDS = 60.0
+"""How often a document write also deletes the expired documents (a scan of the table)."""
 
 
 class SQLiteStore(SQLiteOpening):
@@ -64,6 +66,8 @@ class SQLiteStore(SQLiteOpening):
         self._notices: list[str] = []
         self._timeout = timeout
         self._lock = threading.Lock()
+        self._swept = 0.0
+        """When expired documents were last deleted (``time.time()``)."""
         self._conn = self._open()
 
     def __repr__(self) -> str:
@@ -223,12 +227,20 @@ class SQLiteStore(SQLiteOpening):
                 "created_at = excluded.created_at, expires_at = excluded.expires_at",
                 (key, body, now, None if ttl is None else now + ttl),
             )
-            conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now,))
-            conn.execute(
-                "DELETE FROM documents WHERE key IN (SELECT key FROM documents "
-                "ORDER BY created_at DESC, key DESC LIMIT -1 OFFSET ?)",
-                (self.document_limit,),
-            )
+            if now - self._swept >= EXPIRED_SWEEP_SECONDS:
+                # a full scan (expires_at has no index): at most once a sweep period, since
+                # an expired document is never read (get_document checks expires_at)
+                conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now,))
+                self._swept = now
+            # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
+            # a count and an index walk of the surplus, not a sort of every document per write
+            (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
+            if count > self.document_limit:
+                conn.execute(
+                    "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
+                    "ORDER BY created_at, rowid LIMIT ?)",
+                    (count - self.document_limit,),
+                )
 
     def get_document(self, key: str) -> Any | None:
         found = self._query(

@@ -77,7 +77,7 @@ async def test_loop_detection_compares_normalised_arguments(kind: Kind) -> None:
         calls_reply(kind, ("get_weather", {"city": "Paris"})),
         calls_reply(kind, ("get_weather", {"units": "celsius", "city": "Paris"})),
     )
-    result = await Agent([get_weather], upstream=fake, model="m").arun("?")
+    result = await Agent([get_weather], upstream=fake, model="m").arun("Weather in Paris?")
     assert result.stopped == "loop"
     assert [r.status for r in result.tool_runs] == ["ok", "repeated"]
 
@@ -90,7 +90,7 @@ async def test_different_arguments_are_not_a_loop(kind: Kind) -> None:
         calls_reply(kind, ("get_weather", {"city": "Paris", "units": "kelvin"})),
         "done",
     )
-    result = await counting_agent(fake, counter).arun("?")
+    result = await counting_agent(fake, counter).arun("Weather in Paris?")
     assert result.completed and result.output == "done"
     assert len(counter.calls) == 2
 
@@ -220,7 +220,7 @@ async def test_emulated_unknown_tools_are_re_asked_by_the_engine_first() -> None
         ],
         tools="reject",
     )
-    result = await Agent([get_weather], upstream=fake, model="m").arun("?")
+    result = await Agent([get_weather], upstream=fake, model="m").arun("Weather in London?")
     assert result.output == "14 in London"
     assert result.turns[0].meta is not None and result.turns[0].meta.reasks == 1
     reask = fake.history[2]["messages"][-1]["content"]
@@ -242,7 +242,7 @@ async def test_the_tool_call_budget_stops_before_running_more(kind: Kind) -> Non
         calls_reply(kind, ("get_weather", {"city": "Paris"})),
         calls_reply(kind, ("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})),
     )
-    result = await counting_agent(fake, counter, max_tool_calls=2).arun("?")
+    result = await counting_agent(fake, counter, max_tool_calls=2).arun("Weather in Paris, Oslo and Rome?")
     assert counter.calls == [("Paris", "celsius")]
     assert result.stopped == "tool_call_budget"
     assert [r.status for r in result.tool_runs] == ["ok", "not_run", "not_run"]

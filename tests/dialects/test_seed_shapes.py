@@ -153,9 +153,9 @@ async def test_a_listed_tool_that_needs_arguments_is_re_asked_for_them() -> None
         "Weather in a city.",
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     )
-    upstream = FakeUpstream(
-        ['{"tools":["getWeather","getLocation"]}', '{"tool": "getWeather", "city": "Oslo"}']
-    )
+    oslo = '{"tool": "getWeather", "city": "Oslo"}'
+    # Oslo is nobody's city: re-asked once for that too, and written again
+    upstream = FakeUpstream(['{"tools":["getWeather","getLocation"]}', oslo, oslo])
     engine = Engine(upstream, mode="force", dialect="compact", registry=":memory:")
     completion = await engine.acomplete(request([city, LOCATION]))
     assert [(c.name, json.loads(c.arguments)) for c in completion.tool_calls] == [

@@ -75,7 +75,7 @@ async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect:
 
 async def test_an_emulated_request_gets_a_default_cap_and_the_dialects_stop_sequence() -> None:
     upstream = FakeUpstream(
-        ['<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'] * 3
+        ['<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'] * 3
     )
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
     await engine.acomplete(body(USER))
@@ -93,12 +93,12 @@ async def test_an_emulated_request_gets_a_default_cap_and_the_dialects_stop_sequ
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_loop_of_one_call_cut_by_max_tokens_is_that_call(stream: bool) -> None:
-    one = '{"name": "get_weather", "arguments": {"city": "Rome"}}\n'
+    one = '{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
     looped = one * 6 + '{"name": "get_weather", "'
     upstream = FakeUpstream([Reply(looped, finish_reason="length")])
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
     _, calls = await answer(engine, body(USER), stream)
-    assert calls == [("get_weather", '{"city": "Rome"}')]
+    assert calls == [("get_weather", '{"city": "Paris"}')]
     assert upstream.calls == 1
 
 
@@ -129,7 +129,7 @@ async def test_an_argument_the_schema_does_not_declare_is_dropped_with_a_warning
 ) -> None:
     made_up = (
         '{"tool_calls": [{"name": "get_weather", "arguments": '
-        '{"city": "Rome", "required": ["city"], "forecast": "sunny"}}]}'
+        '{"city": "Paris", "required": ["city"], "forecast": "sunny"}}]}'
     )
     upstream = FakeUpstream([made_up])
     engine = Engine(upstream, mode="force", registry=":memory:")
@@ -143,18 +143,18 @@ async def test_an_argument_the_schema_does_not_declare_is_dropped_with_a_warning
             "dropped argument(s) 'required', 'forecast' of 'get_weather'" in w
             for w in completion.meta.warnings
         )
-    assert calls == [("get_weather", '{"city": "Rome"}')]
+    assert calls == [("get_weather", '{"city": "Paris"}')]
     assert upstream.calls == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_misspelt_required_argument_is_still_reasked(stream: bool) -> None:
-    misspelt = '{"tool_calls": [{"name": "get_weather", "arguments": {"town": "Rome"}}]}'
-    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}]}'
+    misspelt = '{"tool_calls": [{"name": "get_weather", "arguments": {"town": "Paris"}}]}'
+    real = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
     upstream = FakeUpstream([misspelt, real])
     engine = Engine(upstream, mode="force", registry=":memory:")
     _, calls = await answer(engine, body(USER), stream)
-    assert calls == [("get_weather", '{"city": "Rome"}')]
+    assert calls == [("get_weather", '{"city": "Paris"}')]
     assert "city" in upstream.history[1]["messages"][-1]["content"]
 
 
@@ -173,7 +173,8 @@ async def test_extra_arguments_pass_where_the_schema_allows_them() -> None:
     reply = '{"tool_calls": [{"name": "log", "arguments": {"msg": "hi", "level": 3}}]}'
     upstream = FakeUpstream([reply])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    completion = await engine.acomplete({"model": "m", "messages": [USER], "tools": [open_tool]})
+    say_hi = {"role": "user", "content": "Log hi at level 3."}
+    completion = await engine.acomplete({"model": "m", "messages": [say_hi], "tools": [open_tool]})
     assert [c.name for c in completion.tool_calls] == ["log"] and upstream.calls == 1
 
 

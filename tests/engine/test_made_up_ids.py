@@ -1,6 +1,8 @@
-"""A call written beside others with an identifier nobody said is held back: the model wrote
-``list_orders(user_id="12345")`` next to the ``find_user`` call whose result holds the real id
-(Qwen2.5-Coder-1.5B on the agent suite's two-dependent tasks)."""
+"""Calls with values nobody said (Qwen2.5-Coder-1.5B on the agent suite): one written beside
+others with a made-up identifier is held back (``list_orders(user_id="12345")`` next to the
+``find_user`` call whose result holds the real id); a reply whose every call is made up is
+re-asked once, and a different made-up call then gets the answer asked for without tools
+(``get_weather("London")``, then ``lookup_order("12345")``, for the chemical symbol of gold)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ TOOLS = [
     tool("find_user", username={"type": "string"}),
     tool("list_orders", user_id={"type": "string"}),
     tool("add", a={"type": "integer"}, b={"type": "integer"}),
+    tool("get_weather", city={"type": "string"}),
+    tool("get_stock_price", symbol={"type": "string"}),
 ]
 
 
@@ -95,9 +99,10 @@ async def test_an_id_the_conversation_holds_or_a_forced_choice_keeps_every_call(
 
 
 async def test_a_lone_call_and_plain_numbers_are_not_held_back() -> None:
-    alone = FakeUpstream([reply(("list_orders", {"user_id": "12345"}))])
+    lone = reply(("list_orders", {"user_id": "12345"}))
+    alone = FakeUpstream([lone, lone])
     names, _ = await run(Engine(alone, mode="force", registry=":memory:"), ask("My orders?"), False)
-    assert names == ["list_orders"]  # nothing else to wait for: it may be meant
+    assert names == ["list_orders"]  # nothing to wait for: re-asked once, written again, meant
     sums = FakeUpstream([reply(("find_user", {"username": "bob"}), ("add", {"a": 1, "b": 2}))])
     names, _ = await run(Engine(sums, mode="force", registry=":memory:"), ask("Find bob."), False)
     assert names == ["find_user", "add"]
@@ -123,3 +128,65 @@ async def test_the_id_found_in_a_result_grounds_the_next_call() -> None:
     engine = Engine(FakeUpstream([both]), mode="force", registry=":memory:")
     names, _ = await run(engine, request, False)
     assert names == ["list_orders", "find_user"]
+
+
+GOLD = "What is the chemical symbol for gold?"
+LONDON = reply(("get_weather", {"city": "London"}))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_second_made_up_call_gets_an_answer_without_tools(stream: bool) -> None:
+    upstream = FakeUpstream([LONDON, reply(("list_orders", {"user_id": "12345"})), "Au"])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    if stream:
+        text = ""
+        async for chunk in engine.astream({**ask(GOLD), "stream": True}):
+            assert not chunk.tool_calls
+            text += chunk.content or ""
+    else:
+        completion = await engine.acomplete(ask(GOLD))
+        assert not completion.tool_calls
+        text = completion.text
+    assert text == "Au"
+    assert upstream.calls == 3
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "nothing in the conversation mentions city='London'" in reask
+    assert "tools" not in upstream.history[2] and "London" not in str(upstream.history[2])
+
+
+async def test_the_same_made_up_call_written_again_is_returned() -> None:
+    upstream = FakeUpstream([LONDON, LONDON])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    completion = await engine.acomplete(ask(GOLD))
+    assert [c.name for c in completion.tool_calls] == ["get_weather"]
+    assert upstream.calls == 2
+    assert completion.meta is not None
+    assert any("written again" in w for w in completion.meta.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "call"),
+    [
+        ("How is Apple's stock doing?", ("get_stock_price", {"symbol": "AAPL"})),
+        ("And NVIDIA?", ("get_stock_price", {"symbol": "NVDA"})),
+        ("Weather in paris please", ("get_weather", {"city": "Paris, France"})),
+        ("What are the forecasts for Oslo?", ("get_weather", {"city": "oslo"})),
+    ],
+)
+async def test_values_said_in_other_words_are_not_made_up(
+    question: str, call: tuple[str, dict[str, Any]]
+) -> None:
+    upstream = FakeUpstream([reply(call)])
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(
+        ask(question)
+    )
+    assert [c.name for c in completion.tool_calls] == [call[0]]
+    assert upstream.calls == 1
+
+
+async def test_a_forced_choice_is_not_second_guessed() -> None:
+    upstream = FakeUpstream([LONDON])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    completion = await engine.acomplete(ask(GOLD, tool_choice="required"))
+    assert [c.name for c in completion.tool_calls] == ["get_weather"]
+    assert upstream.calls == 1

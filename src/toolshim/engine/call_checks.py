@@ -19,14 +19,25 @@
   "098-765-4321"``, the answer they were meant to look up), a strict tool would reject the
   call, and a re-ask at temperature 0 gets the same call back (measured on the agent suite:
   six two-call tasks lost that way). What remains is validated like any call.
-* A call written beside others with an identifier none of the conversation holds
-  (:func:`hold_back_made_up`) is held back: ``list_orders(user_id="12345")`` beside the
-  ``find_user`` call whose result holds the real id (the 1.5B's two-dependent-call failure).
-  The model asks for it again once the results are in. Only identifiers (a digit, a parameter
-  named ``…id``) and only beside a call whose values are grounded: a lone call with values
-  nobody said is often meant (``AAPL`` for Apple, ``CET`` for Paris), and a re-ask of the
-  1.5B's made-up calls on questions no tool fits got another made-up call, not an answer
-  (measured: 0 of 10 mended).
+* A call none of whose values the conversation holds was made up (:func:`grounding_problems`):
+  the 1.5B answered "what colour do blue and yellow make" with ``get_weather("London")``. A
+  value is held when a word of it was said (by the user, the system prompt, a result, an
+  earlier call), a long word by its first letters (``forecasts``/``forecast``) or as an
+  abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA). Only strings are
+  judged, and not those the schema offers (``enum``, ``const``, ``default``) nor arithmetic
+  (``"6 * 7"`` for "six times seven"): numbers are computed as often as said.
+
+  - Written beside calls whose values are held, with an identifier (a string with a digit, a
+    parameter named ``…id``), it is held back: ``list_orders(user_id="12345")`` beside the
+    ``find_user`` call whose result holds the real id. The model asks for it again once the
+    results are in.
+  - Alone (every call made up), it is re-asked once, naming the values nobody said. The same
+    call written again is returned (a value can be meant without being said: ``CET`` for
+    Paris); a different made-up call is flailing, and the answer is asked for without tools
+    (:attr:`Turn.answer_now`). Measured on the 1.5B's no-tool questions: re-asked, it wrote
+    ``lookup_order("12345")`` after ``get_weather("London")`` for "the chemical symbol of
+    gold", and answered "Au" without tools.
+  - Only under ``tool_choice: "auto"``: a forced call is wanted whatever its values.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ __all__ = [
     "REPEAT_STOPS",
     "drop_repeats_in_reply",
     "drop_undeclared_arguments",
+    "grounding_problems",
     "hold_back_made_up",
     "is_placeholder",
     "placeholder_problems",
@@ -259,19 +271,34 @@ def _conversation_words(turn: Turn) -> set[str]:
 
 def _value_grounded(value: Any, said: set[str]) -> bool:
     words = _words(value if isinstance(value, str) else json.dumps(value))
-    return not words or any(w in said or (len(w) >= _STEM and w[:_STEM] in said) for w in words)
+    return not words or any(_word_said(w, said) for w in words)
+
+
+def _word_said(word: str, said: set[str]) -> bool:
+    if word in said or (len(word) >= _STEM and word[:_STEM] in said):
+        return True
+    if word.isdigit() or len(word) < 2:
+        return False
+    return any(s[0] == word[0] and len(s) > len(word) and _abbreviates(word, s) for s in said)
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """``short``'s letters appear in ``long`` in order, a doubled one once (``aapl`` in
+    ``apple``)."""
+    letters = iter(long)
+    return all(ch in letters for i, ch in enumerate(short) if i == 0 or ch != short[i - 1])
 
 
 def _judged_values(call: ParsedCall, tool: ToolSpec) -> list[tuple[str, Any]]:
-    """The call's scalar values that must come from somewhere: not a boolean, not one the
+    """The call's string values that must come from somewhere: not arithmetic, not one the
     schema itself offers (``enum``, ``const``, ``default``), not a placeholder (re-asked
     already)."""
     properties = tool.parameters.get("properties")
     schemas = properties if isinstance(properties, Mapping) else {}
     out = []
     for key, value in call.arguments.items():
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            continue
+        if not isinstance(value, str) or _arithmetic(value):
+            continue  # numbers are computed as often as said: 6 * 7 for "six times seven"
         schema = schemas.get(key)
         if isinstance(schema, Mapping) and (
             "enum" in schema or "const" in schema or schema.get("default") == value
@@ -279,6 +306,12 @@ def _judged_values(call: ParsedCall, tool: ToolSpec) -> list[tuple[str, Any]]:
             continue
         out.append((key, value))
     return out
+
+
+def _arithmetic(value: str) -> bool:
+    """Digits with operators between them (``"6 * 7"``), not one made-up number (``"12345"``)."""
+    words = _words(value)
+    return len(words) > 1 and all(w.isdigit() for w in words)
 
 
 def _ungrounded(call: ParsedCall, tool: ToolSpec | None, said: set[str]) -> list[str]:
@@ -324,3 +357,32 @@ def _identifier_like(call: ParsedCall) -> bool:
         for key, value in call.arguments.items()
         if not isinstance(value, bool)
     )
+
+
+def grounding_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
+    """The re-ask for a reply whose every call is made up (see the module docstring)."""
+    if turn.request.choice.kind != "auto" or not calls:
+        return []
+    by_name = {t.name: t for t in turn.request.function_tools}
+    said = _conversation_words(turn)
+    made_up = [(c, bad) for c in calls if (bad := _ungrounded(c, by_name.get(c.name), said))]
+    if len(made_up) < len(calls):
+        return []
+    keys = frozenset(call_key(c.name, c.arguments_json) for c in calls)
+    if turn.made_up_calls is not None:
+        if keys & turn.made_up_calls:
+            turn.warn("returned a call whose values are not in the conversation: written again")
+        else:
+            turn.answer_now = True
+            turn.warn(
+                "the model made up another call with values nobody gave after being told so; "
+                "answered without tools"
+            )
+        return []
+    turn.made_up_calls = keys
+    return [
+        f"nothing in the conversation mentions {', '.join(bad)} (your call of {c.name!r}). "
+        "Call a tool only with values the user gave or a tool returned; if no tool fits "
+        "the request, answer the user directly"
+        for c, bad in made_up
+    ]

@@ -22,6 +22,7 @@ from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
     drop_undeclared_arguments,
+    grounding_problems,
     hold_back_made_up,
     placeholder_problems,
     repeat_problems,
@@ -137,6 +138,7 @@ def check(
         problems += repeat_problems(turn, verdict.calls)
     if not problems:
         verdict = replace(verdict, calls=tuple(hold_back_made_up(turn, verdict.calls)))
+        problems = grounding_problems(turn, verdict.calls)
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict

@@ -65,12 +65,16 @@ class Turn:
     """Tool calls came back to the caller (the "tool calls emulated" warning needs both)."""
     repeat_reasked: bool = False
     """The model was re-asked once already for repeating a call whose result it has."""
+    made_up_calls: frozenset[tuple[str, str]] | None = None
+    """The calls, as :func:`call_key`, of a reply re-asked for values nobody gave (None: no
+    such re-ask yet)."""
     trimmed_reply: str | None = None
     """The last reply as the calls it repeated until ``max_tokens``, written once (what a
     re-ask shows the model of its reply instead of the whole loop); None when not trimmed."""
     answer_now: bool = False
-    """Set when the model repeated an answered call after that re-ask: the answer is asked
-    for without tools, from the results (``auto`` only)."""
+    """Set when the model repeated an answered call after that re-ask, or made up another
+    call after being told its values were nobody's: the answer is asked for without tools
+    (``auto`` only)."""
     warnings: list[str] = field(default_factory=list)
     usage: Usage | None = None
     upstream_seconds: float = 0.0

@@ -242,7 +242,9 @@ async def test_the_tool_call_budget_stops_before_running_more(kind: Kind) -> Non
         calls_reply(kind, ("get_weather", {"city": "Paris"})),
         calls_reply(kind, ("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})),
     )
-    result = await counting_agent(fake, counter, max_tool_calls=2).arun("Weather in Paris, Oslo and Rome?")
+    result = await counting_agent(fake, counter, max_tool_calls=2).arun(
+        "Weather in Paris, Oslo and Rome?"
+    )
     assert counter.calls == [("Paris", "celsius")]
     assert result.stopped == "tool_call_budget"
     assert [r.status for r in result.tool_runs] == ["ok", "not_run", "not_run"]

@@ -177,9 +177,7 @@ async def test_values_said_in_other_words_are_not_made_up(
     question: str, call: tuple[str, dict[str, Any]]
 ) -> None:
     upstream = FakeUpstream([reply(call)])
-    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(
-        ask(question)
-    )
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(ask(question))
     assert [c.name for c in completion.tool_calls] == [call[0]]
     assert upstream.calls == 1
 

@@ -114,8 +114,8 @@ def test_a_child_that_never_gets_ready_is_killed(
     gguf: Path, fake_llama: pytest.MonkeyPatch, behaviour: str
 ) -> None:
     fake_llama.setenv("FAKE_LLAMA", behaviour)
-    server = EmbeddedServer(gguf, startup_timeout=2.0, launcher=FAKE_LAUNCHER)
-    with pytest.raises(LocalModelError, match="did not become ready within 2s") as info:
+    server = EmbeddedServer(gguf, startup_timeout=6.0, launcher=FAKE_LAUNCHER)
+    with pytest.raises(LocalModelError, match="did not become ready within 6s") as info:
         server.start()
     assert "launcher: loading" in info.value.message
     assert not server.running

@@ -298,7 +298,7 @@ def test_the_example_agent_file_runs_emulated() -> None:
 def test_the_weather_example_script_runs() -> None:
     fake = FakeUpstream(
         [
-            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}]}',
             '{"tool_calls": [{"name": "convert_temperature", '
             '"arguments": {"value": 18, "to": "fahrenheit"}}]}',
             "Sunny and 18 °C (64.4 °F) in Paris.",
@@ -316,7 +316,7 @@ def test_the_weather_example_script_runs() -> None:
 def test_the_weather_example_on_the_embedded_model_keys_its_facts_by_model_file() -> None:
     script = {
         "replies": [
-            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}]}',
             '{"tool_calls": [{"name": "convert_temperature", '
             '"arguments": {"value": 18, "to": "fahrenheit"}}]}',
             "Sunny and 18 °C (64.4 °F) in Paris.",

@@ -171,6 +171,7 @@ async def test_the_same_made_up_call_written_again_is_returned() -> None:
         ("And NVIDIA?", ("get_stock_price", {"symbol": "NVDA"})),
         ("Weather in paris please", ("get_weather", {"city": "Paris, France"})),
         ("What are the forecasts for Oslo?", ("get_weather", {"city": "oslo"})),
+        ("What is ZZZZ trading at?", ("get_stock_price", {"symbol": "ZZZZZ"})),  # a slip
     ],
 )
 async def test_values_said_in_other_words_are_not_made_up(

@@ -22,8 +22,9 @@
 * A call none of whose values the conversation holds was made up (:func:`grounding_problems`):
   the 1.5B answered "what colour do blue and yellow make" with ``get_weather("London")``. A
   value is held when a word of it was said (by the user, the system prompt, a result, an
-  earlier call), a long word by its first letters (``forecasts``/``forecast``) or as an
-  abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA). Only strings are
+  earlier call), a long word by its first letters (``forecasts``/``forecast``), as an
+  abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA) or one letter off it
+  (``ZZZZZ`` for ``ZZZZ``: the 0.5B's slip, which a re-ask only made worse). Only strings are
   judged, and not those the schema offers (``enum``, ``const``, ``default``) nor arithmetic
   (``"6 * 7"`` for "six times seven"): numbers are computed as often as said.
 
@@ -279,7 +280,22 @@ def _word_said(word: str, said: set[str]) -> bool:
         return True
     if word.isdigit() or len(word) < 2:
         return False
-    return any(s[0] == word[0] and len(s) > len(word) and _abbreviates(word, s) for s in said)
+    return any(
+        s[0] == word[0] and ((len(s) > len(word) and _abbreviates(word, s)) or _one_edit(word, s))
+        for s in said
+    )
+
+
+def _one_edit(word: str, other: str) -> bool:
+    """One letter added, dropped or changed (``ZZZZZ`` for the ``ZZZZ`` the user wrote): a
+    typo or a slip, not a value made up. Words of four letters or more."""
+    if min(len(word), len(other)) < 4 or abs(len(word) - len(other)) > 1 or word == other:
+        return False
+    short, long = sorted((word, other), key=len)
+    i = next((k for k, (a, b) in enumerate(zip(short, long, strict=False)) if a != b), len(short))
+    if len(short) == len(long):
+        return short[i + 1 :] == long[i + 1 :]
+    return short[i:] == long[i + 1 :]
 
 
 def _abbreviates(short: str, long: str) -> bool:

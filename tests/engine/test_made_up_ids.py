@@ -172,6 +172,8 @@ async def test_the_same_made_up_call_written_again_is_returned() -> None:
         ("Weather in paris please", ("get_weather", {"city": "Paris, France"})),
         ("What are the forecasts for Oslo?", ("get_weather", {"city": "oslo"})),
         ("What is ZZZZ trading at?", ("get_stock_price", {"symbol": "ZZZZZ"})),  # a slip
+        ("Is it raining in New York?", ("get_weather", {"city": "NY"})),  # initials
+        ("帮我查一下北京的天气", ("get_weather", {"city": "北京"})),  # no spaces between words
     ],
 )
 async def test_values_said_in_other_words_are_not_made_up(

@@ -23,7 +23,8 @@
   the 1.5B answered "what colour do blue and yellow make" with ``get_weather("London")``. A
   value is held when a word of it was said (by the user, the system prompt, a result, an
   earlier call), a long word by its first letters (``forecasts``/``forecast``), as an
-  abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA) or one letter off it
+  abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA), the initials of words
+  said (``NY`` for New York) or one letter off a word
   (``ZZZZZ`` for ``ZZZZ``: the 0.5B's slip, which a re-ask only made worse). Only strings are
   judged, and not those the schema offers (``enum``, ``const``, ``default``) nor arithmetic
   (``"6 * 7"`` for "six times seven"): numbers are computed as often as said.
@@ -251,7 +252,9 @@ def repeat_stops(turn: Turn) -> tuple[str, ...]:
     return tuple(stops)
 
 
-_WORD = re.compile(r"[^\W_]+")
+_IDEOGRAPH = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
+_WORD = re.compile(rf"[{_IDEOGRAPH}]|[^\W_{_IDEOGRAPH}]+")
+"""A word: a run of letters and digits, or one CJK character (those texts have no spaces)."""
 _STEM = 5
 """Words this long or longer match on their first letters (``cities``/``city`` do not, but
 ``forecasts``/``forecast`` do); shorter ones must match whole."""
@@ -261,13 +264,23 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def _initials(text: str) -> set[str]:
+    """The initials of each two and three words in a row (``ny`` for New York)."""
+    words = _WORD.findall(text.lower())
+    return {
+        "".join(w[0] for w in words[i : i + n]) for n in (2, 3) for i in range(len(words) - n + 1)
+    }
+
+
 def _conversation_words(turn: Turn) -> set[str]:
     words: set[str] = set()
+    initials: set[str] = set()
     for message in turn.request.messages:
         words |= _words(message.text)
+        initials |= _initials(message.text)
         for tool_call in message.tool_calls:
             words |= _words(tool_call.arguments)
-    return words | {w[:_STEM] for w in words if len(w) >= _STEM}
+    return words | initials | {w[:_STEM] for w in words if len(w) >= _STEM}
 
 
 def _value_grounded(value: Any, said: set[str]) -> bool:

@@ -61,6 +61,7 @@ __all__ = [
     "grounding_problems",
     "hold_back_made_up",
     "is_placeholder",
+    "made_up_calls",
     "placeholder_problems",
     "repeat_problems",
     "repeat_stops",
@@ -353,14 +354,23 @@ def _ungrounded(call: ParsedCall, tool: ToolSpec | None, said: set[str]) -> list
     return [f"{key}={value!r}" for key, value in judged]
 
 
-def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall]) -> list[ParsedCall]:
+def made_up_calls(turn: Turn, calls: Sequence[ParsedCall]) -> tuple[list[ParsedCall], list[str]]:
+    """The calls to go on with and the re-ask for made-up ones (see the module docstring):
+    the conversation's words read once for both checks. Only under ``tool_choice: "auto"``:
+    a forced call is wanted whatever its values."""
+    if turn.request.choice.kind != "auto" or not calls:
+        return list(calls), []
+    said = _conversation_words(turn)
+    kept = hold_back_made_up(turn, calls, said)
+    return kept, grounding_problems(turn, kept, said)
+
+
+def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -> list[ParsedCall]:
     """The calls less those written beside grounded ones with a made-up identifier (see the
-    module docstring). Only under ``tool_choice: "auto"``: a forced call is wanted whatever
-    its values."""
-    if turn.request.choice.kind != "auto" or len(calls) < 2:
+    module docstring); ``said``: the conversation's words."""
+    if len(calls) < 2:
         return list(calls)
     by_name = {t.name: t for t in turn.request.function_tools}
-    said = _conversation_words(turn)
     made_up = {
         i: bad
         for i, c in enumerate(calls)
@@ -388,12 +398,11 @@ def _identifier_like(call: ParsedCall) -> bool:
     )
 
 
-def grounding_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
+def grounding_problems(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -> list[str]:
     """The re-ask for a reply whose every call is made up (see the module docstring)."""
-    if turn.request.choice.kind != "auto" or not calls:
+    if not calls:
         return []
     by_name = {t.name: t for t in turn.request.function_tools}
-    said = _conversation_words(turn)
     made_up = [(c, bad) for c in calls if (bad := _ungrounded(c, by_name.get(c.name), said))]
     if len(made_up) < len(calls):
         return []

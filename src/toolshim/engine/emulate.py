@@ -22,8 +22,7 @@ from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
     drop_undeclared_arguments,
-    grounding_problems,
-    hold_back_made_up,
+    made_up_calls,
     placeholder_problems,
     repeat_problems,
     repeat_stops,
@@ -137,8 +136,8 @@ def check(
     if not problems:
         problems += repeat_problems(turn, verdict.calls)
     if not problems:
-        verdict = replace(verdict, calls=tuple(hold_back_made_up(turn, verdict.calls)))
-        problems = grounding_problems(turn, verdict.calls)
+        kept, problems = made_up_calls(turn, verdict.calls)
+        verdict = replace(verdict, calls=tuple(kept))
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict

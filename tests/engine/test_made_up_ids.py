@@ -191,3 +191,55 @@ async def test_a_forced_choice_is_not_second_guessed() -> None:
     completion = await engine.acomplete(ask(GOLD, tool_choice="required"))
     assert [c.name for c in completion.tool_calls] == ["get_weather"]
     assert upstream.calls == 1
+
+
+ROI = tool("calculate_roi", investment_amount={"type": "number"}, net_profit={"type": "number"})
+EXAMPLE_COPY = reply(("calculate_roi", {"investment_amount": 1.5, "net_profit": 1.5}))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_prompts_own_example_copied_is_reasked_then_answered(stream: bool) -> None:
+    """BFCL irrelevance_71: asked for a profit margin with only an ROI tool, the model copies the
+    example the prompt shows (1.5 for every number); re-asked, it answers in text."""
+    upstream = FakeUpstream([EXAMPLE_COPY, "A 25% profit margin."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    request = ask("Profit margin with revenue $200,000 and expenses $150,000?", tools=[ROI])
+    names, _ = await run(engine, request, stream)
+    assert names == []
+    assert upstream.calls == 2
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "calculate_roi(investment_amount=1.5, net_profit=1.5) is the example" in reask
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_example_copied_to_the_end_is_not_returned(stream: bool) -> None:
+    upstream = FakeUpstream([EXAMPLE_COPY] * 3 + ["I can only compute ROI."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    names, warnings = await run(engine, ask("Profit margin of ACME?", tools=[ROI]), stream)
+    assert names == []
+    assert any("is the example" in w for w in warnings)
+
+
+async def test_example_values_the_user_gave_are_a_call() -> None:
+    """add(a=1, b=1) is the add tool's example, and also what "1 + 1" means."""
+    upstream = FakeUpstream([reply(("add", {"a": 1, "b": 1}))])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    names, _ = await run(engine, ask("What is 1 + 1?"), False)
+    assert names == ["add"]
+    assert upstream.calls == 1
+
+
+async def test_a_forced_choice_takes_the_example_as_the_call() -> None:
+    upstream = FakeUpstream([EXAMPLE_COPY])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    request = ask("Any ROI", tools=[ROI], tool_choice="required")
+    names, _ = await run(engine, request, False)
+    assert names == ["calculate_roi"]
+    assert upstream.calls == 1
+
+
+async def test_a_call_differing_from_the_example_is_not_a_copy() -> None:
+    upstream = FakeUpstream([reply(("calculate_roi", {"investment_amount": 1.5, "net_profit": 2}))])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    names, _ = await run(engine, ask("ROI of 1.5 invested, 2 profit?", tools=[ROI]), False)
+    assert names == ["calculate_roi"]

@@ -22,6 +22,7 @@ from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
     drop_undeclared_arguments,
+    example_copies,
     made_up_calls,
     placeholder_problems,
     repeat_problems,
@@ -133,6 +134,8 @@ def check(
     if native or not verdict.ok or not verdict.calls:
         return verdict
     problems = placeholder_problems(verdict.calls, request.function_tools)
+    if not problems:
+        problems += example_copies(turn, verdict.calls)
     if not problems:
         problems += repeat_problems(turn, verdict.calls)
     if not problems:

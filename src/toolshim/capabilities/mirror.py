@@ -218,7 +218,20 @@ class StoreMirror:
     def _replay(self) -> bool:
         """Write the queue, oldest first; False (and the store marked away) on a failure.
         The store is said to be back only once a write reached it (an empty queue proves
-        nothing)."""
+        nothing). Every replay counts as an attempt for :meth:`flush`'s waiters, whatever
+        its end."""
+        try:
+            ok, wrote = self._write_queue()
+        finally:
+            with self._lock:
+                self._attempts += 1
+                self._flushed.notify_all()
+        if ok and wrote:
+            self._came_back()
+        return ok
+
+    def _write_queue(self) -> tuple[bool, bool]:
+        """(whether everything queued was written, whether anything was)."""
         wrote = False
         while True:
             with self._lock:
@@ -229,10 +242,7 @@ class StoreMirror:
                 op.run(self._store)
             except StoreError as exc:
                 self._went_down(exc)
-                with self._lock:
-                    self._attempts += 1
-                    self._flushed.notify_all()
-                return False
+                return False, wrote
             wrote = True
             with self._lock:
                 if self._pending and self._pending[0] is op:
@@ -240,17 +250,9 @@ class StoreMirror:
                 self._flushed.notify_all()
         if self._documents is not None and self._documents.unsaved:
             if not self._documents.write_back():
-                with self._lock:
-                    self._attempts += 1
-                    self._flushed.notify_all()
-                return False
+                return False, wrote
             wrote = True
-        with self._lock:
-            self._attempts += 1
-            self._flushed.notify_all()
-        if wrote:
-            self._came_back()
-        return True
+        return True, wrote
 
     def _replace(
         self, keys: set[tuple[str, str]], rows: list[tuple[str, str, Fact]], now: float

@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolshim.dialects._prompt import example_arguments
+from toolshim.dialects.base import example_arguments
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec

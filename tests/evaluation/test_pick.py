@@ -89,6 +89,53 @@ def test_a_configuration_that_cannot_close_the_loop_is_not_the_best(tmp_path: Pa
     assert "native" not in scores  # baselines are not settings toolshim can serve with
 
 
+def kinded_agent_records(scores: dict[str, dict[str, list[bool]]]) -> list[AgentRecord]:
+    """``scores[config][kind][i]``: whether task i of that kind was answered right."""
+    return [
+        AgentRecord(f"{kind}_{i}", kind, "text", config, ok, None if ok else "wrong_answer", 1, 1)
+        for config, kinds in scores.items()
+        for kind, results in kinds.items()
+        for i, ok in enumerate(results)
+    ]
+
+
+# The 0.5B's case, in small: pythonic wins the mean on BFCL's parallel calls and agent tasks
+# of two calls, but misses one-call tasks an agent meets most (5 of 10, below the bar of 80%).
+LOOP_BAR_BFCL = {"force:hermes": [True] * 5 + [False] * 5, "force:pythonic": [True] * 9 + [False]}
+LOOP_BAR_AGENT = {
+    "force:hermes": {"one_call": [True] * 9 + [False], "two_independent": [False] * 10},
+    "force:pythonic": {"one_call": [True] * 5 + [False] * 5, "two_independent": [True] * 10},
+}
+
+
+def test_a_configuration_below_the_loop_bar_ranks_below_those_that_reach_it(
+    tmp_path: Path,
+) -> None:
+    bfcl_path = tmp_path / "bfcl.json"
+    write_report(bfcl_path, META, bfcl_records(LOOP_BAR_BFCL))
+    agent = ({**META, "suite": "agent"}, kinded_agent_records(LOOP_BAR_AGENT))
+    pick = pick_configuration(load_report(bfcl_path), agent)
+    by = {c.config: c for c in pick.candidates}
+    assert (by["force:pythonic"].score, by["force:pythonic"].one_call) == (0.825, 0.5)
+    assert (by["force:hermes"].score, by["force:hermes"].one_call) == (0.475, 0.9)
+    assert by["force:pythonic"].meets_loop_bar is False and by["force:hermes"].meets_loop_bar
+    assert pick.best.config == "force:hermes"  # lower combined score, but it closes the loop
+    assert pick.as_dict()["one_call"] == 0.9
+    assert "force:pythonic (82% combined, one-call 50%) scored higher" in pick.detail()
+
+    # when no configuration reaches the bar, the combined score decides and says so
+    below = {c: {**k, "one_call": [True] * 5 + [False] * 5} for c, k in LOOP_BAR_AGENT.items()}
+    pick = pick_configuration(load_report(bfcl_path), (agent[0], kinded_agent_records(below)))
+    assert pick.best.config == "force:pythonic"
+    assert "no configuration reached 80% of one-call agent tasks" in pick.detail()
+
+    # an agent report without one-call tasks: the bar is not judged
+    none = {c: {"two_independent": k["two_independent"]} for c, k in LOOP_BAR_AGENT.items()}
+    pick = pick_configuration(load_report(bfcl_path), (agent[0], kinded_agent_records(none)))
+    assert pick.best.config == "force:pythonic" and pick.best.one_call is None
+    assert pick.loop_bar_note() is None
+
+
 def test_configurations_are_compared_on_the_cases_every_one_finished(tmp_path: Path) -> None:
     bfcl = {"force:json": [True, True, False, False], "force:hermes": [False, True]}
     agent = {"force:json": [False], "force:hermes": [True], "force:compact": [True]}
@@ -146,6 +193,7 @@ def test_apply_prints_the_scores_and_stores_the_pick(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for text in ("force:json", "25.0% of 4", "100.0% of 4", "62.5%", "force:hermes", "50.0%"):
         assert text in result.stdout
+    assert "one-call (bar 80%)" in result.stdout and "50% (below)" in result.stdout
     assert "Picked force:json: combined 62% (BFCL 25% on 4 cases, agent 100% on 4 tasks)" in (
         result.stdout
     )

@@ -15,7 +15,7 @@ from toolshim.cli.eval_agent import DEFAULT_AGENT_OUTPUT
 from toolshim.errors import ToolshimError
 from toolshim.evaluation import load_report
 from toolshim.evaluation.agent_report import load_agent_report
-from toolshim.evaluation.pick import Pick, Report, pick_configuration
+from toolshim.evaluation.pick import LOOP_BAR, Pick, Report, pick_configuration
 
 __all__ = ["DEFAULT_AGENT_OUTPUT", "DEFAULT_BFCL_OUTPUT", "apply_eval", "show_pick"]
 
@@ -103,6 +103,7 @@ def show_pick(pick: Pick, console: Console) -> None:
     )
     for column in ("configuration", "dialect", "strategy", "constrain", "BFCL", "agent"):
         table.add_column(column)
+    table.add_column(f"one-call (bar {100 * LOOP_BAR:.0f}%)", justify="right")
     table.add_column("combined" if pick.basis == "bfcl+agent" else "score", justify="right")
     for c in pick.candidates:
         cells = [
@@ -112,6 +113,9 @@ def show_pick(pick: Pick, console: Console) -> None:
             "yes" if c.settings.constrain else "no",
             "—" if c.bfcl is None else f"{100 * c.bfcl:.1f}% of {c.bfcl_cases}",
             "—" if c.agent is None else f"{100 * c.agent:.1f}% of {c.agent_tasks}",
+            "—"
+            if c.one_call is None
+            else f"{100 * c.one_call:.0f}%" + ("" if c.meets_loop_bar else " (below)"),
             f"{100 * c.score:.1f}%",
         ]
         table.add_row(*(f"[bold]{x}[/bold]" if c is pick.best else x for x in cells))
@@ -123,4 +127,7 @@ def show_pick(pick: Pick, console: Console) -> None:
         reasons.setdefault(why, []).append(label)
     for why, labels in reasons.items():
         console.print(f"Not judged ({why}): {', '.join(labels)}.", highlight=False)
+    note = pick.loop_bar_note()
+    if note:
+        console.print(f"Loop bar: {note}.", highlight=False)
     console.print(f"Picked {pick.best.config}: {pick.summary()}.", highlight=False)

@@ -318,3 +318,14 @@ def test_set_stores_strategy_and_constrain() -> None:
     assert "strategy must be one of single, decision" in one_line_error(
         run("models", "set", "m", "--strategy", "twice")
     )
+
+
+def test_set_stores_prefill() -> None:
+    data = run_json("models", "set", "m", "--prefill", "yes")
+    assert (data["facts"]["prefill"]["value"], data["facts"]["prefill"]["source"]) == (
+        "yes",
+        "user",
+    )
+    assert "prefill must be yes, no or unknown" in one_line_error(
+        run("models", "set", "m", "--prefill", "sometimes")
+    )

@@ -141,6 +141,7 @@ def test_capabilities_follow_the_template_and_the_measured_model(
         "native_tools": "yes",
         "tool_choice": "unknown",
         "structured_output": "yes",
+        "prefill": "yes",
         "parallel_calls": "yes",
         "context_window": "2048",
     }

@@ -140,6 +140,7 @@ def test_server_reports_its_model_and_measured_facts(qwen: EmbeddedServer) -> No
         "native_tools": "no",
         "tool_choice": "no",
         "structured_output": "yes",
+        "prefill": "yes",
         "parallel_calls": "unknown",
         "dialect": "hermes",
         "context_window": "4096",
@@ -201,7 +202,10 @@ def product_engine(server: EmbeddedServer, upstream: Any = None, **options: Any)
     return Engine(upstream, registry=learned_registry(server, upstream.key), **options)
 
 
-def assert_one_emulated_call(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def assert_one_emulated_call(
+    data: dict[str, Any], continuations: int = 0
+) -> tuple[str, dict[str, Any]]:
+    """``continuations``: the requests that asked for more calls by continuing the reply."""
     choice = data["choices"][0]
     assert choice["finish_reason"] == "tool_calls", choice["message"]
     assert choice["message"]["content"] is None
@@ -210,7 +214,7 @@ def assert_one_emulated_call(data: dict[str, Any]) -> tuple[str, dict[str, Any]]
     meta = data["toolshim"]
     assert meta["emulated"] is True
     assert "tool calls emulated" in meta["warnings"]
-    assert meta["llm_calls"] == 1 + meta["reasks"]
+    assert meta["llm_calls"] == 1 + meta["reasks"] + continuations
     return assert_valid_call(call)
 
 
@@ -231,8 +235,11 @@ async def test_auto_mode_on_the_learned_facts_emulates_with_the_measured_dialect
     qwen: EmbeddedServer,
 ) -> None:
     """What ``toolshim serve`` does with the embedded model: native_tools=no → emulate."""
-    data = await _complete(product_engine(qwen), request(qwen, NEEDS_A_TOOL))
-    assert_one_emulated_call(data)
+    upstream = Recording(OpenAIUpstream(qwen.base_url))
+    data = await _complete(product_engine(qwen, upstream), request(qwen, NEEDS_A_TOOL))
+    # one city asked for: the continued reply's second call is dropped, one call returned
+    assert_one_emulated_call(data, continuations=1)
+    assert upstream.bodies[1]["messages"][-1]["role"] == "assistant"
     assert (data["toolshim"]["mode"], data["toolshim"]["dialect"]) == ("auto", "hermes")
 
 
@@ -319,13 +326,42 @@ async def test_a_call_to_a_missing_tool_is_corrected_by_a_reask(qwen: EmbeddedSe
     assert "'get_weather'" in correction["content"]
     meta = data["toolshim"]
     assert meta["reasks"] >= 1
-    assert meta["llm_calls"] == len(upstream.bodies) == 1 + meta["reasks"]
+    continued = [b for b in upstream.bodies if b["messages"][-1]["role"] == "assistant"]
+    assert meta["llm_calls"] == len(upstream.bodies) == 1 + meta["reasks"] + len(continued)
     choice = data["choices"][0]
     assert choice["finish_reason"] == "tool_calls", choice["message"]
     assert choice["message"]["tool_calls"]
     for call in choice["message"]["tool_calls"]:
         assert call["id"].startswith("emulated_")
         assert_valid_call(call)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_two_cities_asked_for_get_two_calls_by_continuing_the_reply(
+    qwen: EmbeddedServer, stream: bool
+) -> None:
+    """The 0.5B writes one ``<tool_call>`` block for two cities; handed its reply back with
+    the opening of another block, it writes the second city's call, and the third
+    continuation (a repeat) is dropped."""
+    upstream = Recording(OpenAIUpstream(qwen.base_url))
+    engine = product_engine(qwen, upstream)
+    body = request(qwen, "What is the weather in Paris and in London right now?", max_tokens=120)
+    if stream:
+        chunks = []
+        try:
+            async for chunk in engine.astream({**body, "stream": True}):
+                chunks.append(chunk_to_dict(chunk, id="c", model=qwen.model, created=0))
+        finally:
+            await engine.aclose()
+        text, streamed = reassemble(chunks)
+        assert text == ""
+        calls = [streamed[i] for i in sorted(streamed)]
+    else:
+        data = await _complete(engine, body)
+        calls = data["choices"][0]["message"]["tool_calls"]
+    cities = [assert_valid_call(call)[1]["city"] for call in calls]
+    assert cities == ["Paris", "London"]
+    assert upstream.bodies[1]["messages"][-1]["role"] == "assistant"
 
 
 @pytest.mark.parametrize("mode", ["force", "auto"])

@@ -103,10 +103,11 @@ FACT_NAMES = {
     "constrain": "hold emulated replies to a JSON Schema (yes / no / unknown: as structured_output)",
     "context_window": "context window in tokens",
     "markup": "the family's own call markup, read first where a reply could be read two ways",
+    "prefill": "an assistant message that ends a request is continued, not answered (yes / no / unknown)",
 }
 
 SUPPORT_FACTS = frozenset(
-    {"native_tools", "parallel_calls", "structured_output", "tool_choice", "constrain"}
+    {"native_tools", "parallel_calls", "structured_output", "tool_choice", "constrain", "prefill"}
 )
 """Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""
 

@@ -189,6 +189,11 @@ class Registry(StoreMirror):
         fact = self.fact(upstream, model, "native_tools")
         return fact.support if fact else Support.UNKNOWN
 
+    def supports(self, upstream: str, model: str, name: str) -> bool:
+        """Whether support fact ``name`` is known to be yes."""
+        fact = self.fact(upstream, model, name)
+        return fact is not None and fact.support is Support.YES
+
     def preferred_dialect(self, upstream: str, model: str) -> str | None:
         """The dialect to emulate with, if one is known *and* this toolshim has it."""
         from toolshim.dialects import available_dialects

@@ -218,6 +218,14 @@ def set_facts(
     context_window: Annotated[
         int | None, _flag("--context-window", "Context window in tokens.")
     ] = None,
+    prefill: Annotated[
+        str | None,
+        _flag(
+            "--prefill",
+            "The upstream continues an assistant message that ends a request (emulation then "
+            "asks for more calls by continuing a reply of one): yes/no/unknown.",
+        ),
+    ] = None,
     note: Annotated[
         str, typer.Option("--note", help="Why (kept with the fact).")
     ] = "set with `toolshim models set`",
@@ -242,13 +250,14 @@ def set_facts(
             "structured_output": structured_output,
             "tool_choice": tool_choice,
             "context_window": context_window,
+            "prefill": prefill,
         }
         chosen = {k: coerce_value(k, v) for k, v in wanted.items() if v is not None}
         if not chosen:
             raise ConfigError(
                 "nothing to set: pass --tools yes|no|unknown, --dialect D, --strategy S, "
-                "--constrain, --parallel-calls, --structured-output, --tool-choice or "
-                "--context-window"
+                "--constrain, --parallel-calls, --structured-output, --tool-choice, "
+                "--context-window or --prefill"
             )
         if "dialect" in chosen and chosen["dialect"] not in available_dialects():
             raise ConfigError(

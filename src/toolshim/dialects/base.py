@@ -52,6 +52,13 @@ class Dialect(ABC):
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         """One or two sentences that restate the call format, for re-asks."""
 
+    def continuation(self, calls: Sequence[ToolCall]) -> tuple[str, str] | None:
+        """How to ask for one more call after ``calls`` by continuing the reply: the assistant
+        text to send (``calls`` written as this dialect writes them, then the opening of the
+        next call) and that opening (put back in front of what the model writes, to parse).
+        None: the format cannot be continued that way (see :mod:`toolshim.engine.more_calls`)."""
+        return None
+
     def render_result(self, name: str, call_id: str, content: str) -> str:
         """A tool's result, as the text of a user message."""
         return f"Tool result for {name} (call id {call_id}):\n{content}"

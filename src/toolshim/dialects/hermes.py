@@ -89,6 +89,11 @@ class HermesDialect(Dialect):
             for c in calls
         )
 
+    def continuation(self, calls: Sequence[ToolCall]) -> tuple[str, str] | None:
+        opening = '<tool_call>\n{"name": "'
+        written = self.render_calls(calls)
+        return (f"{written}\n{opening}" if written else opening), opening
+
     def render_result(self, name: str, call_id: str, content: str) -> str:
         return f"<tool_response>\n{name} (call id {call_id}):\n{content}\n</tool_response>"
 

@@ -121,6 +121,14 @@ class JsonDialect(Dialect):
         items = [{"name": c.name, "arguments": call_arguments(c)} for c in calls]
         return json.dumps({"tool_calls": items}, ensure_ascii=False)
 
+    def continuation(self, calls: Sequence[ToolCall]) -> tuple[str, str] | None:
+        opening = '{"name": "'
+        items = [
+            json.dumps({"name": c.name, "arguments": call_arguments(c)}, ensure_ascii=False)
+            for c in calls
+        ]
+        return '{"tool_calls": [' + "".join(f"{item}, " for item in items) + opening, opening
+
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         if options.constrained and not options.decision:
             return f"To call a tool, reply with only {_SHAPE}; to answer, {_ANSWER}."

@@ -29,6 +29,7 @@ from toolshim.engine.call_checks import (
     repeat_stops,
 )
 from toolshim.engine.history import fold_results, rewrite_history
+from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.validate import Verdict, validate_calls
@@ -197,6 +198,9 @@ async def emulate(turn: Turn) -> Completion:
             case steps.Reask():
                 continue
             case steps.ReturnCalls(calls=calls):
+                calls = await more_calls(
+                    turn, calls, driver.messages, partial(emulation_body, turn)
+                )
                 return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")
             case steps.ReturnText(text=text, finish=finish):
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)

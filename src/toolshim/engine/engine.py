@@ -260,6 +260,7 @@ class Engine:
             headers=headers,
             constrained=constrain,
             default_max_tokens=options.default_max_tokens,
+            prefill=self.registry.supports(key, chat.model, "prefill"),
             markup=_family_markup(chat.model),
         )
         for note in schema_notes:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from toolshim.engine import driver as steps
 from toolshim.engine import relay
 from toolshim.engine.emulate import check, emulation_body, whole_attempt
+from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
@@ -217,6 +218,9 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             case steps.Reask():
                 continue
             case steps.ReturnCalls(calls=valid):
+                valid = await more_calls(
+                    turn, valid, driver.messages, partial(emulation_body, turn)
+                )
                 for chunk in call_chunks(valid):
                     yield chunk
                 yield StreamChunk(finish_reason="tool_calls")

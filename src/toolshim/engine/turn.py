@@ -55,6 +55,9 @@ class Turn:
     upstream honours it and the dialect has one for this turn)."""
     default_max_tokens: int | None = None
     """``max_tokens`` for emulated requests whose caller set none."""
+    prefill: bool = False
+    """The upstream continues an assistant message that ends the request (registry fact
+    ``prefill``): the reply's calls may be continued (:mod:`.more_calls`)."""
     markup: str | None = None
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""

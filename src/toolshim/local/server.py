@@ -310,6 +310,9 @@ class EmbeddedServer:
           answer in content (and ramble until ``max_tokens``), nothing enforces it.
         * ``structured_output``: ``yes``: llama.cpp enforces a ``json_schema`` response_format
           (LLGuidance), measured on this build.
+        * ``prefill``: ``yes``: a request that ends with an assistant message gets that
+          message continued (and returned with it), measured on this build; emulation uses it
+          to ask for more calls (:mod:`toolshim.engine.more_calls`).
         * ``parallel_calls``: from the chat template's capabilities, where tools are native.
         * ``dialect``: the dialect measured best for a known model (``hermes`` for Qwen);
           absent for an unknown GGUF.
@@ -326,6 +329,7 @@ class EmbeddedServer:
             "native_tools": "yes" if native else "no",
             "tool_choice": "no" if not native or self.known is not None else "unknown",
             "structured_output": "yes",
+            "prefill": "yes",
             "parallel_calls": "yes"
             if native and caps.get("supports_parallel_tool_calls")
             else "unknown",

@@ -1,0 +1,190 @@
+"""More calls in one reply, by continuing it: the model's calls handed back as the start of its
+own reply, followed by the opening of one more call.
+
+Small models write one call where a request needs several. Measured on Qwen2.5-Coder-0.5B
+under hermes (BFCL ``parallel``): asked for the temperature in Seattle and in Los Angeles, it
+writes one ``<tool_call>`` block and ends; after the block the end of the reply has a
+probability of 0.85–1.0 and another ``<tool_call>`` under 0.01 (6 of 6 cases), and no
+wording of the prompt changed that (``docs/results.md``, "Several calls from hermes"). Handed
+its reply back with ``<tool_call>\\n{"name": "`` after it, it writes the second call right in 5
+of those 6 cases (``Los Angeles``, ``base=18, height=24``, case ``67890``).
+
+Continued on a question that needs one call, it writes that call again, a variation nobody
+asked for (``transportation="bus"`` for a train, ``closed_status=false``), another tool with
+the same values, or placeholders. So a continued call is kept only when all of these hold,
+and the first one that fails ends the reply:
+
+* it is valid: a declared tool, its schema, no placeholder or copy of the prompt's example;
+* it is not a call the reply already has;
+* it brings a value *the user's last message holds* that *no earlier call of the reply used*
+  (a string said in it, word for word, or a number written in it), under a parameter that
+  earlier calls of the same tool also set: Paris then London for "Paris and London", not
+  ``unit="celsius"`` added to the Paris call.
+
+It is tried only where it can work and where the calls answer the user's own request: the
+upstream continues an assistant message that ends the request (registry fact ``prefill``:
+the embedded llama.cpp server does), the dialect can write the opening
+(:meth:`~toolshim.dialects.base.Dialect.continuation`), the strategy is ``single``, the reply
+is not held to a JSON Schema, ``tool_choice`` is ``auto`` or ``required`` with parallel calls
+allowed, and the request's last message is the user's (after tool results the model calls
+again on its own, one turn at a time). Each continuation is one more request, bounded in
+tokens by the length of the calls so far; an upstream failure ends it with the calls in hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.call_checks import drop_undeclared_arguments, placeholder_problems
+from toolshim.engine.turn import Turn, call_key
+from toolshim.engine.validate import validate_calls
+from toolshim.errors import ToolshimError
+from toolshim.types import Message, Strategy, ToolCall
+
+__all__ = ["MAX_CALLS", "continues", "more_calls", "new_said_value"]
+
+log = logging.getLogger(__name__)
+
+MAX_CALLS = 8
+"""The most calls a reply is continued to."""
+
+_TOKENS_PER_CALL_CHAR = 0.5
+"""A bound on a continued call's tokens per character of the longest call so far (JSON is
+dense: about 3 characters a token for Qwen), with :data:`_SPARE_TOKENS` on top."""
+_SPARE_TOKENS = 48
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+"""The comma of ``1,500``: dropped before numbers are read."""
+
+
+def continues(turn: Turn) -> bool:
+    """Whether this turn's calls may be continued (see the module docstring)."""
+    request = turn.request
+    return (
+        turn.prefill
+        and not turn.constrained
+        and turn.strategy is Strategy.SINGLE
+        and turn.dialect.continuation(()) is not None
+        and request.allows_parallel
+        and request.choice.kind in ("auto", "required")
+        and bool(request.messages)
+        and request.messages[-1].role == "user"
+    )
+
+
+async def more_calls(
+    turn: Turn,
+    calls: Sequence[ParsedCall],
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+) -> tuple[ParsedCall, ...]:
+    """``calls`` and each further call the continued reply brings (see the module docstring).
+
+    ``extra`` are the driver's messages after the history (the re-asks that led to the
+    calls); ``body(extra)`` builds the upstream body for them."""
+    found = tuple(calls)
+    if not found or not continues(turn):
+        return found
+    said = _user_text(turn)
+    while len(found) < MAX_CALLS:
+        written = [ToolCall(f"call_{i}", c.name, c.arguments_json) for i, c in enumerate(found)]
+        opening = turn.dialect.continuation(written)
+        if opening is None:
+            break
+        prefill, start = opening
+        request = dict(body((*extra, Message("assistant", prefill))))
+        request["max_tokens"] = _token_bound(request, found)
+        try:
+            completion = await turn.call(request)
+        except ToolshimError as exc:  # the calls in hand are a whole, valid answer
+            log.warning("continuing the reply for more calls failed: %s", exc)
+            break
+        text = completion.message.text
+        if text.startswith(prefill):  # llama.cpp returns the prefill with its continuation
+            text = text[len(prefill) :]
+        parsed = turn.dialect.parse(start + text, turn.request.function_tools, markup=turn.markup)
+        if not parsed.calls:
+            break
+        call = _valid(turn, parsed.calls[0])
+        if call is None or not new_said_value(call, found, said):
+            break
+        found = (*found, call)
+    if len(found) > len(calls):
+        log.debug("continued the reply: %d more call(s)", len(found) - len(calls))
+    return found
+
+
+def _valid(turn: Turn, call: ParsedCall) -> ParsedCall | None:
+    tools = turn.request.function_tools
+    kept, _ = drop_undeclared_arguments([call], tools)
+    verdict = validate_calls(kept, tools, turn.request.choice, parallel=True, max_calls=None)
+    if not verdict.ok or len(verdict.calls) != 1 or placeholder_problems(verdict.calls, tools):
+        return None
+    return verdict.calls[0]
+
+
+def _token_bound(request: Mapping[str, Any], calls: Sequence[ParsedCall]) -> int:
+    longest = max(len(c.name) + len(c.arguments_json) for c in calls)
+    bound = math.ceil(longest * _TOKENS_PER_CALL_CHAR) + _SPARE_TOKENS
+    caller = request.get("max_tokens") or request.get("max_completion_tokens")
+    return min(bound, int(caller)) if isinstance(caller, int) and caller > 0 else bound
+
+
+def _user_text(turn: Turn) -> str:
+    return " ".join(turn.request.messages[-1].text.lower().split())
+
+
+def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -> bool:
+    """Whether ``call`` has a value the user's text ``said`` (lower-cased) holds and no call in
+    ``earlier`` used, under a parameter every earlier call of the same tool also sets."""
+    if not isinstance(call.arguments, Mapping):
+        return False
+    key = call_key(call.name, call.arguments_json)
+    if any(key == call_key(c.name, c.arguments_json) for c in earlier):
+        return False
+    used = {value for c in earlier for value in _leaves(c.arguments)}
+    same_tool = [c for c in earlier if c.name == call.name]
+    numbers = {float(n) for n in _NUMBER.findall(_THOUSANDS.sub("", said))}
+    for key, value in call.arguments.items():
+        if any(key not in c.arguments for c in same_tool):
+            continue
+        for leaf in _leaves(value):
+            if leaf in used:
+                continue
+            if isinstance(leaf, float) and leaf in numbers:
+                return True
+            if isinstance(leaf, str) and _said(leaf, said):
+                return True
+    return False
+
+
+def _leaves(value: Any) -> Iterator[str | float]:
+    """The scalar values inside ``value``, normalised: strings lower-cased with single spaces,
+    numbers as floats; booleans and nulls are not values anyone says."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int | float):
+        yield float(value)
+    elif isinstance(value, str):
+        text = " ".join(value.lower().split())
+        if text:
+            yield text
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _leaves(item)
+
+
+def _said(value: str, text: str) -> bool:
+    """``value`` (lower-cased) written in ``text`` as whole words: ``paris``, ``new york``,
+    ``67890``; not ``a`` inside ``paris``."""
+    if len(value) < 2:
+        return False
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None

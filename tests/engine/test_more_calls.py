@@ -273,6 +273,14 @@ def parsed(name: str, **arguments: Any) -> ParsedCall:
         (parsed("f", items=["b"]), [parsed("f", items=["a"])], "a then b", False),  # 1 letter
         (parsed("f", items=["bb"]), [parsed("f", items=["aa"])], "aa then bb", True),
         (parsed("g", city="Paris"), [parsed("f", city="Paris")], "paris", False),
+        (parsed("f", city="Boston"), [parsed("f", city="Boston, MA")], "boston, ma", False),
+        (parsed("f", city="Boston, MA"), [parsed("f", city="Boston")], "boston, ma", False),
+        (
+            parsed("f", city="New Jersey"),
+            [parsed("f", city="New York")],
+            "new york, new jersey",
+            True,
+        ),
         (parsed("f", city="Paris", unit="c"), [parsed("f", city="Paris")], "paris in c", False),
     ],
 )

@@ -17,7 +17,8 @@ and the first one that fails ends the reply:
 * it is valid: a declared tool, its schema, no placeholder or copy of the prompt's example;
 * it is not a call the reply already has;
 * it brings a value *the user's last message holds* that *no earlier call of the reply used*
-  (a string said in it, word for word, or a number written in it), under a parameter that
+  (a string said in it, word for word, and not part of one used nor holding one: ``Boston``
+  after ``Boston, MA`` is the same city; or a number written in it), under a parameter that
   earlier calls of the same tool also set: Paris then London for "Paris and London", not
   ``unit="celsius"`` added to the Paris call.
 
@@ -158,7 +159,7 @@ def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -
                 continue
             if isinstance(leaf, float) and leaf in numbers:
                 return True
-            if isinstance(leaf, str) and _said(leaf, said):
+            if isinstance(leaf, str) and _said(leaf, said) and not _overlaps(leaf, used):
                 return True
     return False
 
@@ -180,6 +181,12 @@ def _leaves(value: Any) -> Iterator[str | float]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _leaves(item)
+
+
+def _overlaps(value: str, used: set[str | float]) -> bool:
+    """``value`` is part of a string an earlier call used, or holds one (``boston`` and
+    ``boston, ma``): a rewording of the same thing, not a new one."""
+    return any(isinstance(u, str) and (_said(value, u) or _said(u, value)) for u in used)
 
 
 def _said(value: str, text: str) -> bool:

@@ -274,6 +274,9 @@ def parsed(name: str, **arguments: Any) -> ParsedCall:
         (parsed("f", items=["bb"]), [parsed("f", items=["aa"])], "aa then bb", True),
         (parsed("g", city="Paris"), [parsed("f", city="Paris")], "paris", False),
         (parsed("f", city="Boston"), [parsed("f", city="Boston, MA")], "boston, ma", False),
+        (parsed("g", a="talkative", b="talkative"), [parsed("f", x=1)], "i am talkative", False),
+        (parsed("g", a="talkative"), [parsed("f", talkative=True)], "i am talkative", False),
+        (parsed("g", a="lazy"), [parsed("f", talkative=True)], "talkative and lazy", True),
         (parsed("f", city="Boston, MA"), [parsed("f", city="Boston")], "boston, ma", False),
         (
             parsed("f", city="New Jersey"),

@@ -15,9 +15,11 @@ the same values, or placeholders. So a continued call is kept only when all of t
 and the first one that fails ends the reply:
 
 * it is valid: a declared tool, its schema, no placeholder or copy of the prompt's example;
-* it is not a call the reply already has;
+* it is not a call the reply already has, nor one string written into several parameters
+  (the 0.5B filled every parameter of a second tool with ``"talkative"``);
 * it brings a value *the user's last message holds* that *no earlier call of the reply used*
-  (a string said in it, word for word, and not part of one used nor holding one: ``Boston``
+  (a string said in it, word for word, and not part of one used nor holding one, nor an
+  earlier call's parameter name (``talkative=true`` uses up "talkative"): ``Boston``
   after ``Boston, MA`` is the same city; or a number written in it), under a parameter that
   earlier calls of the same tool also set: Paris then London for "Paris and London", not
   ``unit="celsius"`` added to the Paris call.
@@ -148,7 +150,10 @@ def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -
     key = call_key(call.name, call.arguments_json)
     if any(key == call_key(c.name, c.arguments_json) for c in earlier):
         return False
+    if _one_string_in_several_parameters(call.arguments):
+        return False
     used = {value for c in earlier for value in _leaves(c.arguments)}
+    used |= {" ".join(k.lower().replace("_", " ").split()) for c in earlier for k in c.arguments}
     same_tool = [c for c in earlier if c.name == call.name]
     numbers = {float(n) for n in _NUMBER.findall(_THOUSANDS.sub("", said))}
     for key, value in call.arguments.items():
@@ -162,6 +167,14 @@ def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -
             if isinstance(leaf, str) and _said(leaf, said) and not _overlaps(leaf, used):
                 return True
     return False
+
+
+def _one_string_in_several_parameters(arguments: Mapping[str, Any]) -> bool:
+    """The same string written into two parameters or more: the 0.5B filling every parameter
+    of a second tool with one word of the question (``MBTI_analyse(thinking_vs_feeling=
+    "talkative", introverted_vs_extroverted="talkative", …)``)."""
+    strings = [v for value in arguments.values() for v in _leaves(value) if isinstance(v, str)]
+    return len(strings) != len(set(strings))
 
 
 def _leaves(value: Any) -> Iterator[str | float]:

@@ -16,7 +16,7 @@ from toolshim.capabilities.facts import Source
 from toolshim.dialects import get_dialect
 from toolshim.dialects.calls import ParsedCall
 from toolshim.engine import Engine
-from toolshim.engine.more_calls import MAX_CALLS, new_said_value
+from toolshim.engine.more_calls import MAX_CALLS, another_tool_asked_for, new_said_value
 from toolshim.errors import UpstreamError
 from toolshim.testing import FakeUpstream
 from toolshim.types import ToolCall
@@ -298,3 +298,65 @@ def test_a_call_never_brings_something_new_to_itself(arguments: dict[str, Any]) 
     call = parsed("f", **arguments)
     said = " ".join(str(v) for v in arguments.values()).lower()
     assert not new_said_value(call, [call], said)
+
+
+GRADES = {"grades": {"Math": 85, "Art": 89}}
+
+
+@pytest.mark.parametrize(
+    ("call", "earlier", "said", "kept"),
+    [
+        # the same values, another tool the user named
+        (
+            parsed("calculate_standard_deviation", **GRADES),
+            [parsed("calculate_average", **GRADES)],
+            "the average and the standard deviation of math 85, art 89",
+            True,
+        ),
+        (
+            parsed("scienceFacts_getDiameter", particle="Proton"),
+            [parsed("scienceFacts_getWeight", particle="Proton")],
+            "the weights of a proton; also the diameter of a proton",
+            True,
+        ),
+        # another tool nobody named (the 0.5B on BFCL multiple_60 and multiple_176)
+        (
+            parsed("movie_showtimes", location="New York City"),
+            [parsed("humidity_forecast", location="New York City")],
+            "find the humidity forecast for new york city",
+            False,
+        ),
+        (
+            parsed("find_card_in_deck", rank="Ace"),
+            [parsed("sports_team_get_schedule", team="Man Utd")],
+            "find the next games of man utd",
+            False,
+        ),
+        # a tool already called, or one string in several parameters
+        (
+            parsed("calculate_average", grades={"Math": 1}),
+            [parsed("calculate_average", **GRADES)],
+            "the average",
+            False,
+        ),
+        (
+            parsed("mbti_analyse", a="talkative", b="talkative"),
+            [parsed("five_factor", talkative=True)],
+            "mbti analyse: i am talkative",
+            False,
+        ),
+    ],
+)
+def test_another_tool_is_kept_when_the_user_named_it(
+    call: ParsedCall, earlier: list[ParsedCall], said: str, kept: bool
+) -> None:
+    assert another_tool_asked_for(call, earlier, said) is kept
+
+
+async def test_two_tools_on_the_same_values_are_both_called() -> None:
+    average = '<tool_call>\n{"name": "calculate_area", "arguments": {"base": 3, "height": 4}}\n</tool_call>'
+    upstream = FakeUpstream([average, continued([average], "get_stock_price", symbol="3"), ""])
+    calls = await calls_of(
+        engine(upstream), ask("Area for base 3, height 4, and the stock price of 3"), False
+    )
+    assert [name for name, _ in calls] == ["calculate_area", "get_stock_price"]

@@ -24,6 +24,11 @@ and the first one that fails ends the reply:
   earlier calls of the same tool also set: Paris then London for "Paris and London", not
   ``unit="celsius"`` added to the Paris call.
 
+A call of *another tool*, one no earlier call used, is also kept when the user named it: a
+word of its name is in the user's message and in no earlier call's name ("the average and the
+*standard deviation* of these grades": the same values, two tools). Valid, and not one string
+in several parameters, as above.
+
 It is tried only where it can work and where the calls answer the user's own request: the
 upstream continues an assistant message that ends the request (registry fact ``prefill``:
 the embedded llama.cpp server does), the dialect can write the opening
@@ -49,7 +54,7 @@ from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError
 from toolshim.types import Message, Strategy, ToolCall
 
-__all__ = ["MAX_CALLS", "continues", "more_calls", "new_said_value"]
+__all__ = ["MAX_CALLS", "another_tool_asked_for", "continues", "more_calls", "new_said_value"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,47 @@ _TOKENS_PER_CALL_CHAR = 0.5
 dense: about 3 characters a token for Qwen), with :data:`_SPARE_TOKENS` on top."""
 _SPARE_TOKENS = 48
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[^\W_]+")
+_NAME_WORD = 4
+"""A tool name's word counts from this length (``get``, ``set``, ``by`` do not)."""
+_STEM = 5
+"""Words this long match on their first letters (``weights`` for ``getWeight``)."""
+_GENERIC = frozenset(
+    [
+        "find",
+        "search",
+        "list",
+        "calculate",
+        "compute",
+        "check",
+        "fetch",
+        "lookup",
+        "look",
+        "show",
+        "create",
+        "make",
+        "update",
+        "info",
+        "information",
+        "details",
+        "detail",
+        "data",
+        "value",
+        "values",
+        "current",
+        "result",
+        "results",
+        "query",
+        "tool",
+        "function",
+        "number",
+        "total",
+        "analyse",
+        "analyze",
+        "estimate",
+    ]
+)
+"""Words of tool names that say what any tool does: "find the …" names no tool."""
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 """The comma of ``1,500``: dropped before numbers are read."""
 
@@ -114,7 +160,9 @@ async def more_calls(
         if not parsed.calls:
             break
         call = _valid(turn, parsed.calls[0])
-        if call is None or not new_said_value(call, found, said):
+        if call is None or not (
+            new_said_value(call, found, said) or another_tool_asked_for(call, found, said)
+        ):
             break
         found = (*found, call)
     if len(found) > len(calls):
@@ -167,6 +215,33 @@ def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -
             if isinstance(leaf, str) and _said(leaf, said) and not _overlaps(leaf, used):
                 return True
     return False
+
+
+def another_tool_asked_for(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -> bool:
+    """Whether ``call`` is of a tool no earlier call used, named by the user: a word of its
+    name (four letters or more, or its first five letters) is in ``said`` and in no earlier
+    call's name. "The average *and the standard deviation* of these grades" is two tools on
+    the same values, which :func:`new_said_value` cannot tell from the 0.5B's
+    ``movie_showtimes(location="New York City")`` after a humidity forecast for it."""
+    if not isinstance(call.arguments, Mapping) or any(c.name == call.name for c in earlier):
+        return False
+    if _one_string_in_several_parameters(call.arguments):
+        return False
+    taken = {w for c in earlier for w in _name_words(c.name)}
+    words = set(_WORD.findall(said))
+    stems = {w[:_STEM] for w in words if len(w) >= _STEM}
+    return any(
+        w in words or (len(w) >= _STEM and w[:_STEM] in stems)
+        for w in _name_words(call.name) - taken
+    )
+
+
+def _name_words(name: str) -> set[str]:
+    """``scienceFacts_getDiameter`` → ``science``, ``facts``, ``diameter`` (``get``: too short;
+    the verbs and nouns of any tool's name, :data:`_GENERIC`, name none)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = _WORD.findall(spaced.lower())
+    return {w for w in words if len(w) >= _NAME_WORD and w not in _GENERIC}
 
 
 def _one_string_in_several_parameters(arguments: Mapping[str, Any]) -> bool:

@@ -210,6 +210,14 @@ async def test_not_tried_after_tool_results() -> None:
     assert upstream.calls == 1
 
 
+async def test_the_callers_own_token_limit_is_the_one_bounded() -> None:
+    upstream = FakeUpstream([PARIS, continued([PARIS], "get_weather", city="Paris")])
+    request = ask("Weather in Paris and London?", max_completion_tokens=20)
+    await calls_of(engine(upstream), request, False)
+    continuation = upstream.history[1]
+    assert continuation["max_completion_tokens"] == 20 and "max_tokens" not in continuation
+
+
 async def test_a_failed_continuation_keeps_the_calls_in_hand() -> None:
     upstream = FakeUpstream([PARIS, UpstreamError("upstream hung up")])
     calls = await calls_of(engine(upstream), ask("Weather in Paris and London?"), False)

@@ -147,7 +147,8 @@ async def more_calls(
             break
         prefill, start = opening
         request = dict(body((*extra, Message("assistant", prefill))))
-        request["max_tokens"] = _token_bound(request, found)
+        limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
+        request[limit] = _token_bound(request, found)
         try:
             completion = await turn.call(request)
         except ToolshimError as exc:  # the calls in hand are a whole, valid answer

@@ -222,8 +222,7 @@ class Registry(StoreMirror):
         fact = self.fact(upstream, model, "constrain")
         if fact is not None and fact.support is not Support.UNKNOWN:
             return fact.support is Support.YES
-        structured = self.fact(upstream, model, "structured_output")
-        return bool(structured and structured.support is Support.YES)
+        return self.supports(upstream, model, "structured_output")
 
     def summary(self, upstream: str, model: str) -> dict[str, Any]:
         """One model's tool status in a line (``toolshim models list``), as JSON."""

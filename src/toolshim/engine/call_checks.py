@@ -61,7 +61,9 @@ from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec
 
 __all__ = [
+    "NUMBER",
     "REPEAT_STOPS",
+    "STEM",
     "drop_repeats_in_reply",
     "drop_undeclared_arguments",
     "example_copies",
@@ -143,7 +145,7 @@ def placeholder_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec])
     return problems
 
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def example_copies(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
@@ -167,7 +169,7 @@ def example_copies(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
             continue
         if said is None:
             said = {
-                float(n) for message in turn.request.messages for n in _NUMBER.findall(message.text)
+                float(n) for message in turn.request.messages for n in NUMBER.findall(message.text)
             }
         if all(float(n) in said for n in numbers):
             continue
@@ -301,7 +303,7 @@ def repeat_stops(turn: Turn) -> tuple[str, ...]:
 _IDEOGRAPH = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
 _WORD = re.compile(rf"[{_IDEOGRAPH}]|[^\W_{_IDEOGRAPH}]+")
 """A word: a run of letters and digits, or one CJK character (those texts have no spaces)."""
-_STEM = 5
+STEM = 5
 """Words this long or longer match on their first letters (``cities``/``city`` do not, but
 ``forecasts``/``forecast`` do); shorter ones must match whole."""
 
@@ -326,7 +328,7 @@ def _conversation_words(turn: Turn) -> set[str]:
         initials |= _initials(message.text)
         for tool_call in message.tool_calls:
             words |= _words(tool_call.arguments)
-    return words | initials | {w[:_STEM] for w in words if len(w) >= _STEM}
+    return words | initials | {w[:STEM] for w in words if len(w) >= STEM}
 
 
 def _value_grounded(value: Any, said: set[str]) -> bool:
@@ -335,7 +337,7 @@ def _value_grounded(value: Any, said: set[str]) -> bool:
 
 
 def _word_said(word: str, said: set[str]) -> bool:
-    if word in said or (len(word) >= _STEM and word[:_STEM] in said):
+    if word in said or (len(word) >= STEM and word[:STEM] in said):
         return True
     if word.isdigit() or len(word) < 2:
         return False

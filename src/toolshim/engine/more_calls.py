@@ -48,7 +48,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.call_checks import drop_undeclared_arguments, placeholder_problems
+from toolshim.engine.call_checks import (
+    NUMBER,
+    STEM,
+    drop_undeclared_arguments,
+    placeholder_problems,
+)
 from toolshim.engine.turn import Turn, call_key
 from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError
@@ -65,12 +70,9 @@ _TOKENS_PER_CALL_CHAR = 0.5
 """A bound on a continued call's tokens per character of the longest call so far (JSON is
 dense: about 3 characters a token for Qwen), with :data:`_SPARE_TOKENS` on top."""
 _SPARE_TOKENS = 48
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[^\W_]+")
 _NAME_WORD = 4
 """A tool name's word counts from this length (``get``, ``set``, ``by`` do not)."""
-_STEM = 5
-"""Words this long match on their first letters (``weights`` for ``getWeight``)."""
 _GENERIC = frozenset(
     [
         "find",
@@ -204,7 +206,7 @@ def new_said_value(call: ParsedCall, earlier: Sequence[ParsedCall], said: str) -
     used = {value for c in earlier for value in _leaves(c.arguments)}
     used |= {" ".join(k.lower().replace("_", " ").split()) for c in earlier for k in c.arguments}
     same_tool = [c for c in earlier if c.name == call.name]
-    numbers = {float(n) for n in _NUMBER.findall(_THOUSANDS.sub("", said))}
+    numbers = {float(n) for n in NUMBER.findall(_THOUSANDS.sub("", said))}
     for key, value in call.arguments.items():
         if any(key not in c.arguments for c in same_tool):
             continue
@@ -230,10 +232,9 @@ def another_tool_asked_for(call: ParsedCall, earlier: Sequence[ParsedCall], said
         return False
     taken = {w for c in earlier for w in _name_words(c.name)}
     words = set(_WORD.findall(said))
-    stems = {w[:_STEM] for w in words if len(w) >= _STEM}
+    stems = {w[:STEM] for w in words if len(w) >= STEM}
     return any(
-        w in words or (len(w) >= _STEM and w[:_STEM] in stems)
-        for w in _name_words(call.name) - taken
+        w in words or (len(w) >= STEM and w[:STEM] in stems) for w in _name_words(call.name) - taken
     )
 
 

@@ -45,6 +45,19 @@ def request(**extra: Any) -> dict[str, Any]:
     }
 
 
+def called(name: str, arguments: str, result: str, call_id: str = "c1") -> list[dict[str, Any]]:
+    """An assistant message with one tool call, and the tool message with its result."""
+    function = {"name": name, "arguments": arguments}
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+    ]
+
+
 def system_text(body: dict[str, Any]) -> str:
     return "\n".join(
         m["content"]

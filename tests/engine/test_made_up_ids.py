@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import called
 from toolshim.engine import Engine
 from toolshim.testing import FakeUpstream
 
@@ -110,20 +111,7 @@ async def test_a_lone_call_and_plain_numbers_are_not_held_back() -> None:
 
 async def test_the_id_found_in_a_result_grounds_the_next_call() -> None:
     request = ask("Which orders does user alice have?")
-    request["messages"] += [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "find_user", "arguments": '{"username": "alice"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "User alice has id u-17"},
-    ]
+    request["messages"] += called("find_user", '{"username": "alice"}', "User alice has id u-17")
     both = reply(("list_orders", {"user_id": "u-17"}), ("find_user", {"username": "carol"}))
     engine = Engine(FakeUpstream([both]), mode="force", registry=":memory:")
     names, _ = await run(engine, request, False)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.engine.helpers import called
 from toolshim.capabilities.facts import Source
 from toolshim.dialects import get_dialect
 from toolshim.dialects.calls import ParsedCall
@@ -191,20 +192,7 @@ async def test_not_tried_after_tool_results() -> None:
     """After results the model calls again on its own, a turn at a time."""
     upstream = FakeUpstream(["The weather in Paris is sunny. " + LONDON])
     request = ask("Weather in Paris and London?")
-    request["messages"] += [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
-    ]
+    request["messages"] += called("get_weather", '{"city": "Paris"}', "sunny")
     calls = await calls_of(engine(upstream), request, False)
     assert calls == [("get_weather", {"city": "London"})]
     assert upstream.calls == 1

@@ -85,6 +85,23 @@ def _wait_gone(pids: list[int]) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _stop(
+    popen: subprocess.Popen[bytes], sig: signal.Signals, launchers: list[int]
+) -> tuple[int, list[int]]:
+    """Send ``sig`` to serve; its exit status and the launchers still alive after it (killed
+    then, so that a failing test leaves no model behind)."""
+    popen.send_signal(sig)
+    try:
+        code = popen.wait(STOP_TIMEOUT)
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+    left = _wait_gone(launchers)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return code, left
+
+
 @pytest.fixture(autouse=True)
 def _model_installed() -> None:
     reason = _why_unavailable()
@@ -97,15 +114,7 @@ def test_a_stop_signal_stops_the_model_server_too(tmp_path: Path, sig: signal.Si
     popen, _, log = _start_serve(tmp_path)
     launchers = _children_of(popen.pid)
     assert len(launchers) == 1, f"expected one launcher under serve, found {launchers}"
-    popen.send_signal(sig)
-    try:
-        code = popen.wait(STOP_TIMEOUT)
-    finally:
-        if popen.poll() is None:
-            popen.kill()
-    left = _wait_gone(launchers)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    code, left = _stop(popen, sig, launchers)
     output = log.read_text(errors="replace")
     assert left == [], f"the model server outlived serve:\n{output}"
     assert code == 0, output
@@ -142,15 +151,7 @@ def test_a_reply_in_flight_is_cut_and_the_model_server_still_stops(tmp_path: Pat
     deadline = time.monotonic() + 60
     while not received and time.monotonic() < deadline:  # the stream has started
         time.sleep(0.1)
-    popen.send_signal(signal.SIGTERM)
-    try:
-        code = popen.wait(STOP_TIMEOUT)
-    finally:
-        if popen.poll() is None:
-            popen.kill()
-    left = _wait_gone(launchers)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    code, left = _stop(popen, signal.SIGTERM, launchers)
     thread.join(10)
     output = log.read_text(errors="replace")
     assert left == [], f"the model server outlived serve:\n{output}"

@@ -329,3 +329,14 @@ def test_set_stores_prefill() -> None:
     assert "prefill must be yes, no or unknown" in one_line_error(
         run("models", "set", "m", "--prefill", "sometimes")
     )
+
+
+def test_set_stores_logprobs() -> None:
+    data = run_json("models", "set", "m", "--logprobs", "yes")
+    assert (data["facts"]["logprobs"]["value"], data["facts"]["logprobs"]["source"]) == (
+        "yes",
+        "user",
+    )
+    assert "logprobs must be yes, no or unknown" in one_line_error(
+        run("models", "set", "m", "--logprobs", "maybe")
+    )

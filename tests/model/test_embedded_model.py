@@ -141,6 +141,7 @@ def test_server_reports_its_model_and_measured_facts(qwen: EmbeddedServer) -> No
         "tool_choice": "no",
         "structured_output": "yes",
         "prefill": "yes",
+        "logprobs": "yes",
         "parallel_calls": "unknown",
         "dialect": "hermes",
         "context_window": "4096",

@@ -104,10 +104,19 @@ FACT_NAMES = {
     "context_window": "context window in tokens",
     "markup": "the family's own call markup, read first where a reply could be read two ways",
     "prefill": "an assistant message that ends a request is continued, not answered (yes / no / unknown)",
+    "logprobs": "token log-probabilities returned, with top_logprobs (yes / no / unknown)",
 }
 
 SUPPORT_FACTS = frozenset(
-    {"native_tools", "parallel_calls", "structured_output", "tool_choice", "constrain", "prefill"}
+    {
+        "native_tools",
+        "parallel_calls",
+        "structured_output",
+        "tool_choice",
+        "constrain",
+        "prefill",
+        "logprobs",
+    }
 )
 """Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""
 

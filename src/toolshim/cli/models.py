@@ -226,6 +226,14 @@ def set_facts(
             "asks for more calls by continuing a reply of one): yes/no/unknown.",
         ),
     ] = None,
+    logprobs: Annotated[
+        str | None,
+        _flag(
+            "--logprobs",
+            "The upstream returns token log-probabilities (emulation then reads a reply that "
+            "opens with a call the model was unsure of as no call): yes/no/unknown.",
+        ),
+    ] = None,
     note: Annotated[
         str, typer.Option("--note", help="Why (kept with the fact).")
     ] = "set with `toolshim models set`",
@@ -251,13 +259,14 @@ def set_facts(
             "tool_choice": tool_choice,
             "context_window": context_window,
             "prefill": prefill,
+            "logprobs": logprobs,
         }
         chosen = {k: coerce_value(k, v) for k, v in wanted.items() if v is not None}
         if not chosen:
             raise ConfigError(
                 "nothing to set: pass --tools yes|no|unknown, --dialect D, --strategy S, "
                 "--constrain, --parallel-calls, --structured-output, --tool-choice, "
-                "--context-window or --prefill"
+                "--context-window, --prefill or --logprobs"
             )
         if "dialect" in chosen and chosen["dialect"] not in available_dialects():
             raise ConfigError(

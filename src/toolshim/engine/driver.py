@@ -9,6 +9,8 @@ the messages added after the history for the next attempt, the prose already str
 The decisions, in order:
 
 * the model repeated an answered call after being told so → :class:`AnswerWithoutTools`;
+* the reply opened with a call the model was unsure of (:mod:`.confidence`) →
+  :class:`AnswerWithoutTools`, whether its calls were valid or not;
 * valid calls → :class:`ReturnCalls`;
 * a valid reply without calls → :class:`ReturnText` (its prose), except: ``decision`` asks for
   the answer in a final request without tools, and so does ``single`` when the caller set a
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError
@@ -79,6 +82,9 @@ class Attempt:
     """The model repeated an answered call after the re-ask that told it so."""
     reply: str = ""
     """The reply as a re-ask shows it to the model."""
+    unsure: float | None = None
+    """How likely the call that opens the reply was, when under the bar of
+    :mod:`.confidence` (None: not judged, or sure enough)."""
 
     @property
     def ok(self) -> bool:
@@ -159,6 +165,8 @@ class TurnDriver:
     def feed(self, attempt: Attempt) -> Step:
         if attempt.answer_now:
             return AnswerWithoutTools()
+        if attempt.unsure is not None and (attempt.calls or attempt.problems):
+            return AnswerWithoutTools(unsure_warning(attempt.unsure))
         if attempt.ok:
             return self._valid(attempt)
         summary = "; ".join(attempt.problems)

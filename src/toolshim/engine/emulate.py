@@ -18,6 +18,7 @@ from typing import Any, assert_never
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine import confidence
 from toolshim.engine import driver as steps
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
@@ -76,6 +77,8 @@ def emulation_body(
         ends = (*turn.dialect.stop_sequences, *repeat_stops(turn))
         if ends:
             params["stop"] = stop_sequences(params.get("stop"), ends)
+    if text is not None and confidence.judged(turn, first_attempt=not extra):
+        confidence.logprob_params(params)
     if text is not None:
         # The caller's response_format is for the answer, not for the tool decision: held to
         # it, the model could not write a call. It applies to the answer asked for afterwards.
@@ -165,11 +168,16 @@ def _answer(message: Message, text: str) -> Message:
     return Message("assistant", text, extra=message.extra)
 
 
-def whole_attempt(turn: Turn, completion: Completion) -> steps.Attempt:
+def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) -> steps.Attempt:
     """A whole reply (its first choice) read as an attempt: every ``decision`` request, and
-    ``single`` when not streamed."""
+    ``single`` when not streamed. ``opening``: the reply's opening is judged
+    (:func:`.confidence.judged`)."""
     parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
     finish = completion.finish_reason
+    sure = None
+    if opening and completion.choices:
+        logprobs = completion.choices[0].extra.get("logprobs")
+        sure = confidence.call_confidence(confidence.logprob_tokens(logprobs))
     return steps.Attempt(
         problems=verdict.problems,
         calls=verdict.calls,
@@ -179,6 +187,7 @@ def whole_attempt(turn: Turn, completion: Completion) -> steps.Attempt:
         truncated=finish == "length" and turn.trimmed_reply is None,
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or completion.message.text,
+        unsure=sure if confidence.unsure(sure) else None,
     )
 
 
@@ -190,8 +199,11 @@ async def emulate(turn: Turn) -> Completion:
         return await answer_without_calls(turn, partial(emulation_body, turn))
     driver = steps.driver_for(turn)
     while True:
+        opening = confidence.judged(turn, first_attempt=not driver.messages)
         completion = await turn.call(emulation_body(turn, driver.messages))
-        attempt = whole_attempt(turn, completion)
+        attempt = whole_attempt(turn, completion, opening=opening)
+        if opening and not turn.request.params.get("logprobs"):
+            completion = _without_logprobs(completion)  # asked for by toolshim, not the caller
         if not driver.decision:
             completion = _settle_others(turn, completion)
         match steps.advance(turn, driver, attempt):
@@ -214,6 +226,17 @@ async def emulate(turn: Turn) -> Completion:
                 raise error
             case step:
                 assert_never(step)
+
+
+def _without_logprobs(completion: Completion) -> Completion:
+    """The completion without its choices' ``logprobs``."""
+    choices = tuple(
+        replace(c, extra={k: v for k, v in c.extra.items() if k != "logprobs"})
+        if "logprobs" in c.extra
+        else c
+        for c in completion.choices
+    )
+    return replace(completion, choices=choices)
 
 
 def _settle_others(turn: Turn, completion: Completion) -> Completion:

@@ -20,8 +20,8 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, assert_never
 
+from toolshim.engine import confidence, relay
 from toolshim.engine import driver as steps
-from toolshim.engine import relay
 from toolshim.engine.emulate import check, emulation_body, whole_attempt
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import stream_without_calls
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["serve"]
 
 STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
+_OPENING_TOKENS = 8
+"""Log-probability entries kept from a stream: the opening is judged at its first visible one."""
 
 
 async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
@@ -205,15 +207,20 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 turn.dialect.parser(request.function_tools, markup=turn.markup), gate
             )
             finish = None
+            opening = confidence.judged(turn, first_attempt=not driver.messages)
+            tokens: list[Any] = []
             request_body = emulation_body(turn, driver.messages, stream=True)
             async for chunk in first_choice(turn, request_body):
                 finish = chunk.finish_reason or finish
+                if opening and len(tokens) < _OPENING_TOKENS:
+                    tokens += _chunk_tokens(chunk)
                 if chunk.content:
                     for text in reply.feed(chunk.content):
                         yield StreamChunk(content=text)
             for text in reply.finish():
                 yield StreamChunk(content=text)
-            attempt = _streamed_attempt(turn, reply, finish)
+            sure = confidence.call_confidence(tokens) if opening else None
+            attempt = _streamed_attempt(turn, reply, finish, sure)
         match steps.advance(turn, driver, attempt):
             case steps.Reask():
                 continue
@@ -245,8 +252,19 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         yield chunk
 
 
-def _streamed_attempt(turn: Turn, reply: StreamedReply, finish: str | None) -> steps.Attempt:
-    """A streamed reply, read to its end, as an attempt: its prose held or already sent."""
+def _chunk_tokens(chunk: StreamChunk) -> list[Any]:
+    """The first choice's ``logprobs.content`` entries of an upstream chunk (its raw form)."""
+    for choice in (chunk.raw or {}).get("choices") or ():
+        if isinstance(choice, dict) and int(choice.get("index") or 0) == 0:
+            return confidence.logprob_tokens(choice.get("logprobs"))
+    return []
+
+
+def _streamed_attempt(
+    turn: Turn, reply: StreamedReply, finish: str | None, sure: float | None = None
+) -> steps.Attempt:
+    """A streamed reply, read to its end, as an attempt: its prose held or already sent;
+    ``sure``: how likely the call that opened it was, where judged."""
     verdict = check(turn, reply.calls, finish)
     if turn.trimmed_reply is not None:
         finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
@@ -261,6 +279,7 @@ def _streamed_attempt(turn: Turn, reply: StreamedReply, finish: str | None) -> s
         truncated=finish == "length",
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or reply.parser.received,
+        unsure=sure if confidence.unsure(sure) else None,
     )
 
 

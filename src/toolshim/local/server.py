@@ -313,6 +313,9 @@ class EmbeddedServer:
         * ``prefill``: ``yes``: a request that ends with an assistant message gets that
           message continued (and returned with it), measured on this build; emulation uses it
           to ask for more calls (:mod:`toolshim.engine.more_calls`).
+        * ``logprobs``: ``yes``: ``logprobs`` with ``top_logprobs`` come back, streamed or
+          not; emulation reads a call the model opened unsure of as no call
+          (:mod:`toolshim.engine.confidence`, whose threshold was measured on this server).
         * ``parallel_calls``: from the chat template's capabilities, where tools are native.
         * ``dialect``: the dialect measured best for a known model (``hermes`` for Qwen);
           absent for an unknown GGUF.
@@ -330,6 +333,7 @@ class EmbeddedServer:
             "tool_choice": "no" if not native or self.known is not None else "unknown",
             "structured_output": "yes",
             "prefill": "yes",
+            "logprobs": "yes",
             "parallel_calls": "yes"
             if native and caps.get("supports_parallel_tool_calls")
             else "unknown",

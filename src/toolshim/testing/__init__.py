@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -31,6 +32,7 @@ __all__ = [
     "FunctionUpstream",
     "Reply",
     "call",
+    "opening_logprobs",
     "rejection_error",
 ]
 
@@ -75,6 +77,8 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: dict[str, int] | None = None
+    logprobs: list[dict[str, Any]] | None = None
+    """The choice's ``logprobs.content`` entries (see :func:`opening_logprobs`)."""
 
     def completion(self, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -83,12 +87,15 @@ class Reply:
         finish = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
         prompt = 10
         completion_tokens = max(1, len(self.content or "") // 4)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+        if self.logprobs is not None:
+            choice["logprobs"] = {"content": self.logprobs}
         return {
             "id": f"chatcmpl-fake-{uuid.uuid4().hex[:8]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "choices": [choice],
             "usage": self.usage
             or {
                 "prompt_tokens": prompt,
@@ -96,6 +103,17 @@ class Reply:
                 "total_tokens": prompt + completion_tokens,
             },
         }
+
+
+def opening_logprobs(token: str, alternatives: Mapping[str, float]) -> list[dict[str, Any]]:
+    """A ``logprobs.content`` list for a reply whose first token is ``token``, with
+    ``alternatives`` (token → probability) as that token's ``top_logprobs``."""
+    top = [
+        {"token": text, "logprob": math.log(p), "bytes": list(text.encode())}
+        for text, p in alternatives.items()
+    ]
+    logprob = math.log(alternatives[token]) if token in alternatives else -10.0
+    return [{"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": top}]
 
 
 ScriptItem = str | Reply | Mapping[str, Any] | BaseException
@@ -130,18 +148,14 @@ def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict
                 d["role"] = delta.get("role", "assistant")
             if j == len(pieces) - 1 and delta.get("tool_calls"):
                 d["tool_calls"] = delta["tool_calls"]
-            out.append(
-                {
-                    **chunk,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": d,
-                            "finish_reason": finish if j == len(pieces) - 1 else None,
-                        }
-                    ],
-                }
-            )
+            piece_choice: dict[str, Any] = {
+                "index": 0,
+                "delta": d,
+                "finish_reason": finish if j == len(pieces) - 1 else None,
+            }
+            if j == 0 and choices[0].get("logprobs") is not None:
+                piece_choice["logprobs"] = choices[0]["logprobs"]  # all of it on the first piece
+            out.append({**chunk, "choices": [piece_choice]})
     return out
 
 

@@ -136,18 +136,14 @@ def completion_as_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
             for key, value in message.items()
             if key not in ("content", "tool_calls") and value is not None
         )
-        chunks.append(
-            {
-                **base,
-                "choices": [
-                    {
-                        "index": choice.get("index", 0),
-                        "delta": delta,
-                        "finish_reason": choice.get("finish_reason"),
-                    }
-                ],
-            }
-        )
+        out: dict[str, Any] = {
+            "index": choice.get("index", 0),
+            "delta": delta,
+            "finish_reason": choice.get("finish_reason"),
+        }
+        if choice.get("logprobs") is not None:
+            out["logprobs"] = choice["logprobs"]
+        chunks.append({**base, "choices": [out]})
     if completion.get("usage"):
         chunks.append({**base, "choices": [], "usage": completion["usage"]})
     return chunks

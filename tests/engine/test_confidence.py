@@ -173,7 +173,9 @@ async def test_the_opening_is_not_judged_where_the_model_does_not_choose_alone(
     script: list[Any] = [opened(UNSURE)]
     if setup.get("strategy") == "decision":
         script = [
-            opened(UNSURE, '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}')
+            opened(
+                UNSURE, '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
+            )
         ]
     upstream = FakeUpstream(script)
     built = engine(upstream, logprobs=logprobs, **setup)
@@ -204,4 +206,3 @@ async def test_an_unsure_broken_call_is_not_reasked_but_answered() -> None:
     completion = await engine(upstream).acomplete(ask("Freezing point of water?"))
     assert completion.message.text == ANSWER and not completion.tool_calls
     assert "Freezing" in json.dumps(upstream.history[1]["messages"])  # asked without tools
-

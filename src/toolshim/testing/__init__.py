@@ -113,7 +113,9 @@ def opening_logprobs(token: str, alternatives: Mapping[str, float]) -> list[dict
         for text, p in alternatives.items()
     ]
     logprob = math.log(alternatives[token]) if token in alternatives else -10.0
-    return [{"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": top}]
+    return [
+        {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": top}
+    ]
 
 
 ScriptItem = str | Reply | Mapping[str, Any] | BaseException

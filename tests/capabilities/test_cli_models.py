@@ -331,12 +331,12 @@ def test_set_stores_prefill() -> None:
     )
 
 
-def test_set_stores_logprobs() -> None:
-    data = run_json("models", "set", "m", "--logprobs", "yes")
-    assert (data["facts"]["logprobs"]["value"], data["facts"]["logprobs"]["source"]) == (
+def test_set_stores_doubt() -> None:
+    data = run_json("models", "set", "m", "--doubt", "yes")
+    assert (data["facts"]["doubt"]["value"], data["facts"]["doubt"]["source"]) == (
         "yes",
         "user",
     )
-    assert "logprobs must be yes, no or unknown" in one_line_error(
-        run("models", "set", "m", "--logprobs", "maybe")
+    assert "doubt must be yes, no or unknown" in one_line_error(
+        run("models", "set", "m", "--doubt", "maybe")
     )

@@ -36,12 +36,12 @@ SURE = {"<tool_call>": 0.9, "{": 0.05, "The": 0.04}
 UNSURE = {"<tool_call>": 0.45, "The": 0.35, "```": 0.1, "Sure": 0.05}
 
 
-def engine(upstream: FakeUpstream, *, logprobs: bool = True, **options: Any) -> Engine:
+def engine(upstream: FakeUpstream, *, doubt: bool = True, **options: Any) -> Engine:
     options.setdefault("mode", "force")
     options.setdefault("dialect", "hermes")
     built = Engine(upstream, registry=":memory:", **options)
-    if logprobs:
-        built.registry.learn(upstream.key, "m", "logprobs", "yes", Source.UPSTREAM)
+    if doubt:
+        built.registry.learn(upstream.key, "m", "doubt", "yes", Source.UPSTREAM)
     return built
 
 
@@ -160,7 +160,7 @@ async def test_toolshims_own_logprobs_do_not_reach_the_caller_and_the_callers_do
 @pytest.mark.parametrize(
     ("setup", "request_extra"),
     [
-        ({"logprobs": False}, {}),  # the upstream is not known to return them
+        ({"doubt": False}, {}),  # not read for this model (or no logprobs upstream)
         ({}, {"tool_choice": "required"}),  # a forced call is wanted whatever the model thinks
         ({"strategy": "decision"}, {}),
     ],
@@ -169,7 +169,7 @@ async def test_toolshims_own_logprobs_do_not_reach_the_caller_and_the_callers_do
 async def test_the_opening_is_not_judged_where_the_model_does_not_choose_alone(
     setup: dict[str, Any], request_extra: dict[str, Any]
 ) -> None:
-    logprobs = setup.pop("logprobs", True)
+    doubt = setup.pop("doubt", True)
     script: list[Any] = [opened(UNSURE)]
     if setup.get("strategy") == "decision":
         script = [
@@ -178,7 +178,7 @@ async def test_the_opening_is_not_judged_where_the_model_does_not_choose_alone(
             )
         ]
     upstream = FakeUpstream(script)
-    built = engine(upstream, logprobs=logprobs, **setup)
+    built = engine(upstream, doubt=doubt, **setup)
     completion = await built.acomplete(ask("Weather in Paris?", **request_extra))
     assert [c.name for c in completion.tool_calls] == ["get_weather"]
     assert "logprobs" not in upstream.history[0]

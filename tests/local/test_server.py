@@ -142,7 +142,6 @@ def test_capabilities_follow_the_template_and_the_measured_model(
         "tool_choice": "unknown",
         "structured_output": "yes",
         "prefill": "yes",
-        "logprobs": "yes",
         "parallel_calls": "yes",
         "context_window": "2048",
     }

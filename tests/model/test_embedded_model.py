@@ -141,9 +141,9 @@ def test_server_reports_its_model_and_measured_facts(qwen: EmbeddedServer) -> No
         "tool_choice": "no",
         "structured_output": "yes",
         "prefill": "yes",
-        "logprobs": "yes",
         "parallel_calls": "unknown",
         "dialect": "hermes",
+        "doubt": "yes",
         "context_window": "4096",
     }
 
@@ -432,3 +432,53 @@ async def test_a_server_without_jinja_rejects_tools_and_auto_learns(
     assert fact is not None
     assert (fact.support, fact.source) == (Support.NO, Source.RUNTIME_ERROR)
     assert data["choices"][0]["finish_reason"] in ("tool_calls", "stop", "length")
+
+
+SENTIMENT = {
+    "type": "function",
+    "function": {
+        "name": "sentiment_analysis",
+        "description": "Perform sentiment analysis on a given text.",
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "The text to analyse."}},
+            "required": ["text"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_call_the_model_opened_unsure_of_is_answered_without_tools(
+    qwen: EmbeddedServer, stream: bool
+) -> None:
+    """BFCL's ``irrelevance_119``: offered only ``sentiment_analysis`` and asked for a quote,
+    the 0.5B writes ``sentiment_analysis(text=…)``, but opens it about 0.2 likely (measured):
+    the served engine reads its doubt and answers in prose."""
+    upstream = Recording(OpenAIUpstream(qwen.base_url))
+    engine = product_engine(qwen, upstream)
+    body = {
+        "model": qwen.model,
+        "messages": [{"role": "user", "content": "Tell me a famous quote about life."}],
+        "tools": [SENTIMENT],
+        "temperature": 0,
+        "max_tokens": 60,
+    }
+    if stream:
+        chunks = []
+        try:
+            async for chunk in engine.astream({**body, "stream": True}):
+                chunks.append(chunk_to_dict(chunk, id="c", model=qwen.model, created=0))
+        finally:
+            await engine.aclose()
+        text, calls = reassemble(chunks)
+        meta = chunks[-1]["toolshim"]
+    else:
+        data = await _complete(engine, body)
+        text = data["choices"][0]["message"]["content"]
+        calls = data["choices"][0]["message"].get("tool_calls") or {}
+        meta = data["toolshim"]
+        assert "logprobs" not in data["choices"][0]  # asked for by toolshim, not the caller
+    assert not calls and text.strip()
+    assert any("unsure a tool was needed" in w for w in meta["warnings"]), meta["warnings"]
+    assert upstream.bodies[0]["logprobs"] is True and "logprobs" not in upstream.bodies[1]

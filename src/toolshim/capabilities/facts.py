@@ -104,7 +104,7 @@ FACT_NAMES = {
     "context_window": "context window in tokens",
     "markup": "the family's own call markup, read first where a reply could be read two ways",
     "prefill": "an assistant message that ends a request is continued, not answered (yes / no / unknown)",
-    "logprobs": "token log-probabilities returned, with top_logprobs (yes / no / unknown)",
+    "doubt": "a call the model opened unsure of is read as no call; needs logprobs from the upstream and a bar measured on the model (yes / no / unknown)",
 }
 
 SUPPORT_FACTS = frozenset(
@@ -115,7 +115,7 @@ SUPPORT_FACTS = frozenset(
         "tool_choice",
         "constrain",
         "prefill",
-        "logprobs",
+        "doubt",
     }
 )
 """Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""

@@ -226,12 +226,13 @@ def set_facts(
             "asks for more calls by continuing a reply of one): yes/no/unknown.",
         ),
     ] = None,
-    logprobs: Annotated[
+    doubt: Annotated[
         str | None,
         _flag(
-            "--logprobs",
-            "The upstream returns token log-probabilities (emulation then reads a reply that "
-            "opens with a call the model was unsure of as no call): yes/no/unknown.",
+            "--doubt",
+            "Read a reply that opens with a call the model was unsure of as no call (the "
+            "upstream must return logprobs; the bar was measured on Qwen2.5-Coder-0.5B): "
+            "yes/no/unknown.",
         ),
     ] = None,
     note: Annotated[
@@ -259,14 +260,14 @@ def set_facts(
             "tool_choice": tool_choice,
             "context_window": context_window,
             "prefill": prefill,
-            "logprobs": logprobs,
+            "doubt": doubt,
         }
         chosen = {k: coerce_value(k, v) for k, v in wanted.items() if v is not None}
         if not chosen:
             raise ConfigError(
                 "nothing to set: pass --tools yes|no|unknown, --dialect D, --strategy S, "
                 "--constrain, --parallel-calls, --structured-output, --tool-choice, "
-                "--context-window, --prefill or --logprobs"
+                "--context-window, --prefill or --doubt"
             )
         if "dialect" in chosen and chosen["dialect"] not in available_dialects():
             raise ConfigError(

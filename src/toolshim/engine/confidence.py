@@ -18,8 +18,9 @@ without tools (:class:`~toolshim.engine.driver.AnswerWithoutTools`).
 
 It is judged only where that weighing is the model's own and its result is the whole decision:
 
-* the upstream returns token log-probabilities (registry fact ``logprobs``; the embedded
-  llama.cpp server does);
+* the model's doubt is read for this model (registry fact ``doubt``): the upstream returns
+  token log-probabilities, and the bar holds for the model (the embedded server sets it for
+  the 0.5B, on which the bar was measured);
 * ``tool_choice`` is ``auto`` (a forced call is wanted whatever the model thinks), the
   strategy ``single``, and the reply not held to a JSON Schema (there the first token is the
   schema's, not the model's choice);
@@ -30,8 +31,8 @@ It is judged only where that weighing is the model's own and its result is the w
   call on its own, later; it is not judged.
 
 The threshold is the 0.5B's, measured; another model may weigh differently, so the fact is set
-only where it was measured (the embedded server) or by a person (``toolshim models set M
---logprobs yes``).
+only where it was measured (the embedded 0.5B) or by a person (``toolshim models set M
+--doubt yes``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def judged(turn: Turn, first_attempt: bool) -> bool:
     """Whether this attempt's opening is judged (see the module's conditions)."""
     request = turn.request
     return (
-        turn.logprobs
+        turn.doubt
         and first_attempt
         and not turn.constrained
         and turn.strategy is Strategy.SINGLE

@@ -261,7 +261,7 @@ class Engine:
             constrained=constrain,
             default_max_tokens=options.default_max_tokens,
             prefill=self.registry.supports(key, chat.model, "prefill"),
-            logprobs=self.registry.supports(key, chat.model, "logprobs"),
+            doubt=self.registry.supports(key, chat.model, "doubt"),
             markup=_family_markup(chat.model),
         )
         for note in schema_notes:

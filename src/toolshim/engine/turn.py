@@ -58,9 +58,10 @@ class Turn:
     prefill: bool = False
     """The upstream continues an assistant message that ends the request (registry fact
     ``prefill``): the reply's calls may be continued (:mod:`.more_calls`)."""
-    logprobs: bool = False
-    """The upstream returns token log-probabilities (registry fact ``logprobs``): a reply that
-    opens with a call the model was unsure of is read as no call (:mod:`.confidence`)."""
+    doubt: bool = False
+    """A reply that opens with a call the model was unsure of is read as no call (registry
+    fact ``doubt``: the upstream returns log-probabilities and the bar was measured on the
+    model; :mod:`.confidence`)."""
     markup: str | None = None
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""

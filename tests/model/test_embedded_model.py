@@ -143,7 +143,6 @@ def test_server_reports_its_model_and_measured_facts(qwen: EmbeddedServer) -> No
         "prefill": "yes",
         "parallel_calls": "unknown",
         "dialect": "hermes",
-        "doubt": "yes",
         "context_window": "4096",
     }
 
@@ -434,15 +433,26 @@ async def test_a_server_without_jinja_rejects_tools_and_auto_learns(
     assert data["choices"][0]["finish_reason"] in ("tool_calls", "stop", "length")
 
 
-SENTIMENT = {
+SENTIMENT = {  # BFCL's irrelevance_119, as the eval sends it
     "type": "function",
     "function": {
         "name": "sentiment_analysis",
-        "description": "Perform sentiment analysis on a given text.",
+        "description": "Perform sentiment analysis on a given text. Note that the provided "
+        "function is in Python 3 syntax.",
         "parameters": {
             "type": "object",
-            "properties": {"text": {"type": "string", "description": "The text to analyse."}},
-            "required": ["text"],
+            "properties": {
+                "text": {"type": "string", "description": "The text to be analyzed."},
+                "model": {
+                    "type": "string",
+                    "description": "The model to be used for sentiment analysis.",
+                },
+                "language": {
+                    "type": "string",
+                    "description": "The language of the text. Default is English.",
+                },
+            },
+            "required": ["text", "model"],
         },
     },
 }
@@ -454,15 +464,16 @@ async def test_a_call_the_model_opened_unsure_of_is_answered_without_tools(
 ) -> None:
     """BFCL's ``irrelevance_119``: offered only ``sentiment_analysis`` and asked for a quote,
     the 0.5B writes ``sentiment_analysis(text=…)``, but opens it about 0.2 likely (measured):
-    the served engine reads its doubt and answers in prose."""
+    with the ``doubt`` fact set, the served engine reads its doubt and answers in prose."""
     upstream = Recording(OpenAIUpstream(qwen.base_url))
     engine = product_engine(qwen, upstream)
+    engine.registry.learn(upstream.key, qwen.model, "doubt", "yes", Source.USER)  # opt-in
     body = {
         "model": qwen.model,
         "messages": [{"role": "user", "content": "Tell me a famous quote about life."}],
         "tools": [SENTIMENT],
         "temperature": 0,
-        "max_tokens": 60,
+        "max_tokens": 192,
     }
     if stream:
         chunks = []

@@ -104,7 +104,7 @@ FACT_NAMES = {
     "context_window": "context window in tokens",
     "markup": "the family's own call markup, read first where a reply could be read two ways",
     "prefill": "an assistant message that ends a request is continued, not answered (yes / no / unknown)",
-    "doubt": "a call the model opened unsure of is read as no call; needs logprobs from the upstream and a bar measured on the model (yes / no / unknown)",
+    "doubt": "a call the model opened unsure of is read as no call; needs logprobs from the upstream (yes / no / unknown; off unless set)",
 }
 
 SUPPORT_FACTS = frozenset(

@@ -60,8 +60,7 @@ class Turn:
     ``prefill``): the reply's calls may be continued (:mod:`.more_calls`)."""
     doubt: bool = False
     """A reply that opens with a call the model was unsure of is read as no call (registry
-    fact ``doubt``: the upstream returns log-probabilities and the bar was measured on the
-    model; :mod:`.confidence`)."""
+    fact ``doubt``, set by a person; :mod:`.confidence`)."""
     markup: str | None = None
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""

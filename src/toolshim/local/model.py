@@ -88,9 +88,6 @@ class KnownModel:
     """Measured: served with native ``tools``, the model writes its calls as text in content."""
     dialect: str | None = None
     """The emulation dialect measured to work best with this model, if any was measured."""
-    doubt_measured: bool = False
-    """The bar of :mod:`toolshim.engine.confidence` (a call opened less than 0.6 likely is
-    read as no call) was measured on this model."""
 
     @property
     def install_hint(self) -> str:
@@ -124,7 +121,6 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         extra="local",
         tool_calls_in_content=True,
         dialect="hermes",
-        doubt_measured=True,
     ),
     "qwen2.5-coder-1.5b": KnownModel(
         name="qwen2.5-coder-1.5b",

@@ -313,11 +313,6 @@ class EmbeddedServer:
         * ``prefill``: ``yes``: a request that ends with an assistant message gets that
           message continued (and returned with it), measured on this build; emulation uses it
           to ask for more calls (:mod:`toolshim.engine.more_calls`).
-        * ``doubt``: ``yes`` for a known model whose doubt at a call's opening was measured
-          (:attr:`~toolshim.local.model.KnownModel.doubt_measured`): this server returns
-          ``logprobs`` with ``top_logprobs``, streamed or not, and emulation reads a call the
-          model opened unsure of as no call (:mod:`toolshim.engine.confidence`); absent
-          for the others.
         * ``parallel_calls``: from the chat template's capabilities, where tools are native.
         * ``dialect``: the dialect measured best for a known model (``hermes`` for Qwen);
           absent for an unknown GGUF.
@@ -342,8 +337,7 @@ class EmbeddedServer:
         }
         if self.known is not None and self.known.dialect:
             facts["dialect"] = self.known.dialect
-        if self.known is not None and self.known.doubt_measured:
-            facts["doubt"] = "yes"
+
         return facts
 
     def record_capabilities(self, registry: Registry) -> dict[str, str]:

@@ -51,10 +51,10 @@ __all__ = [
     "MIN_CONFIDENCE",
     "TOP_LOGPROBS",
     "call_confidence",
+    "doubt",
     "judged",
     "logprob_params",
     "logprob_tokens",
-    "unsure",
     "unsure_warning",
 ]
 
@@ -135,8 +135,11 @@ def logprob_tokens(logprobs: Any) -> list[Any]:
     return []
 
 
-def unsure(confidence: float | None) -> bool:
-    return confidence is not None and confidence < MIN_CONFIDENCE
+def doubt(tokens: Sequence[Any]) -> float | None:
+    """How likely the call that opens the reply was (:func:`call_confidence`), when under
+    :data:`MIN_CONFIDENCE`; None when the opening is not judged or the model was sure enough."""
+    found = call_confidence(tokens)
+    return found if found is not None and found < MIN_CONFIDENCE else None
 
 
 def unsure_warning(confidence: float) -> str:

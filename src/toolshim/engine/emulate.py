@@ -174,10 +174,10 @@ def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) 
     (:func:`.confidence.judged`)."""
     parsed, verdict = judge(turn, completion.message.text, completion.finish_reason)
     finish = completion.finish_reason
-    sure = None
+    unsure = None
     if opening and completion.choices:
         logprobs = completion.choices[0].extra.get("logprobs")
-        sure = confidence.call_confidence(confidence.logprob_tokens(logprobs))
+        unsure = confidence.doubt(confidence.logprob_tokens(logprobs))
     return steps.Attempt(
         problems=verdict.problems,
         calls=verdict.calls,
@@ -187,7 +187,7 @@ def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) 
         truncated=finish == "length" and turn.trimmed_reply is None,
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or completion.message.text,
-        unsure=sure if confidence.unsure(sure) else None,
+        unsure=unsure,
     )
 
 

@@ -219,8 +219,8 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                         yield StreamChunk(content=text)
             for text in reply.finish():
                 yield StreamChunk(content=text)
-            sure = confidence.call_confidence(tokens) if opening else None
-            attempt = _streamed_attempt(turn, reply, finish, sure)
+            unsure = confidence.doubt(tokens) if opening else None
+            attempt = _streamed_attempt(turn, reply, finish, unsure)
         match steps.advance(turn, driver, attempt):
             case steps.Reask():
                 continue
@@ -261,10 +261,10 @@ def _chunk_tokens(chunk: StreamChunk) -> list[Any]:
 
 
 def _streamed_attempt(
-    turn: Turn, reply: StreamedReply, finish: str | None, sure: float | None = None
+    turn: Turn, reply: StreamedReply, finish: str | None, unsure: float | None = None
 ) -> steps.Attempt:
     """A streamed reply, read to its end, as an attempt: its prose held or already sent;
-    ``sure``: how likely the call that opened it was, where judged."""
+    ``unsure``: how likely the call that opened it was, where judged and under the bar."""
     verdict = check(turn, reply.calls, finish)
     if turn.trimmed_reply is not None:
         finish = None  # a loop of repeats cut by max_tokens: its calls are the reply
@@ -279,7 +279,7 @@ def _streamed_attempt(
         truncated=finish == "length",
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or reply.parser.received,
-        unsure=sure if confidence.unsure(sure) else None,
+        unsure=unsure,
     )
 
 

@@ -320,23 +320,10 @@ def test_set_stores_strategy_and_constrain() -> None:
     )
 
 
-def test_set_stores_prefill() -> None:
-    data = run_json("models", "set", "m", "--prefill", "yes")
-    assert (data["facts"]["prefill"]["value"], data["facts"]["prefill"]["source"]) == (
-        "yes",
-        "user",
-    )
-    assert "prefill must be yes, no or unknown" in one_line_error(
-        run("models", "set", "m", "--prefill", "sometimes")
-    )
-
-
-def test_set_stores_doubt() -> None:
-    data = run_json("models", "set", "m", "--doubt", "yes")
-    assert (data["facts"]["doubt"]["value"], data["facts"]["doubt"]["source"]) == (
-        "yes",
-        "user",
-    )
-    assert "doubt must be yes, no or unknown" in one_line_error(
-        run("models", "set", "m", "--doubt", "maybe")
+@pytest.mark.parametrize("fact", ["prefill", "doubt"])
+def test_set_stores_a_yes_no_fact(fact: str) -> None:
+    data = run_json("models", "set", "m", f"--{fact}", "yes")
+    assert (data["facts"][fact]["value"], data["facts"][fact]["source"]) == ("yes", "user")
+    assert f"{fact} must be yes, no or unknown" in one_line_error(
+        run("models", "set", "m", f"--{fact}", "sometimes")
     )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolshim.testing import FunctionUpstream, Reply, call
+from toolshim.capabilities.facts import Source
+from toolshim.engine import Engine
+from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call
 
 WEATHER = {
     "type": "function",
@@ -43,6 +46,17 @@ def request(**extra: Any) -> dict[str, Any]:
         "tools": TOOLS,
         **extra,
     }
+
+
+def emulating_engine(upstream: FakeUpstream, facts: Mapping[str, str], **options: Any) -> Engine:
+    """An engine that emulates with hermes (unless ``options`` say otherwise), its in-memory
+    registry holding ``facts`` about model ``m`` at ``upstream``, as the upstream said them."""
+    options.setdefault("mode", "force")
+    options.setdefault("dialect", "hermes")
+    built = Engine(upstream, registry=":memory:", **options)
+    for name, value in facts.items():
+        built.registry.learn(upstream.key, "m", name, value, Source.UPSTREAM)
+    return built
 
 
 def called(name: str, arguments: str, result: str, call_id: str = "c1") -> list[dict[str, Any]]:

@@ -11,24 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.engine.helpers import called
-from toolshim.capabilities.facts import Source
+from tests.engine.helpers import WEATHER, called, emulating_engine
 from toolshim.engine import Engine
 from toolshim.engine.confidence import MIN_CONFIDENCE, TOP_LOGPROBS, call_confidence
 from toolshim.testing import FakeUpstream, Reply, opening_logprobs
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 ANSWER = "Water freezes at 0 °C at sea level."
 
@@ -37,12 +24,7 @@ UNSURE = {"<tool_call>": 0.45, "The": 0.35, "```": 0.1, "Sure": 0.05}
 
 
 def engine(upstream: FakeUpstream, *, doubt: bool = True, **options: Any) -> Engine:
-    options.setdefault("mode", "force")
-    options.setdefault("dialect", "hermes")
-    built = Engine(upstream, registry=":memory:", **options)
-    if doubt:
-        built.registry.learn(upstream.key, "m", "doubt", "yes", Source.UPSTREAM)
-    return built
+    return emulating_engine(upstream, {"doubt": "yes"} if doubt else {}, **options)
 
 
 def ask(question: str, **extra: Any) -> dict[str, Any]:
@@ -187,7 +169,7 @@ async def test_the_opening_is_not_judged_where_the_model_does_not_choose_alone(
 async def test_after_tool_results_the_opening_is_not_judged() -> None:
     upstream = FakeUpstream([opened(UNSURE)])
     request = ask("Weather in Paris?")
-    request["messages"] += called("get_weather", {"city": "Lyon"}, "18°C")
+    request["messages"] += called("get_weather", '{"city": "Lyon"}', "18°C")
     completion = await engine(upstream).acomplete(request)
     assert [c.name for c in completion.tool_calls] == ["get_weather"]
     assert "logprobs" not in upstream.history[0]

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.engine.helpers import called
-from toolshim.capabilities.facts import Source
+from tests.engine.helpers import called, emulating_engine
 from toolshim.dialects import get_dialect
 from toolshim.dialects.calls import ParsedCall
 from toolshim.engine import Engine
@@ -55,12 +54,7 @@ def continued(prefill_calls: list[str], name: str, **arguments: Any) -> str:
 
 
 def engine(upstream: FakeUpstream, *, prefill: bool = True, **options: Any) -> Engine:
-    options.setdefault("mode", "force")
-    options.setdefault("dialect", "hermes")
-    built = Engine(upstream, registry=":memory:", **options)
-    if prefill:
-        built.registry.learn(upstream.key, "m", "prefill", "yes", Source.UPSTREAM)
-    return built
+    return emulating_engine(upstream, {"prefill": "yes"} if prefill else {}, **options)
 
 
 def ask(question: str, **extra: Any) -> dict[str, Any]:

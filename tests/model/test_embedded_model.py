@@ -129,6 +129,19 @@ async def _complete(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+async def _stream(engine: Engine, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The streamed turn's chunks as written to the wire, each read by the openai SDK."""
+    chunks: list[dict[str, Any]] = []
+    try:
+        async for chunk in engine.astream({**body, "stream": True}):
+            chunks.append(chunk_to_dict(chunk, id="chatcmpl-test", model=body["model"], created=0))
+    finally:
+        await engine.aclose()
+    for data in chunks:
+        ChatCompletionChunk.model_validate(data)
+    return chunks
+
+
 # -- the embedded server itself -------------------------------------------------------------
 
 
@@ -266,14 +279,7 @@ async def test_streamed_emulated_call_reassembles(qwen: EmbeddedServer, dialect:
         OpenAIUpstream(qwen.base_url), mode="force", dialect=dialect, registry=":memory:"
     )
     body = request(qwen, NEEDS_A_TOOL, stream=True, stream_options={"include_usage": True})
-    chunks: list[dict[str, Any]] = []
-    try:
-        async for chunk in engine.astream(body):
-            chunks.append(chunk_to_dict(chunk, id="chatcmpl-test", model=qwen.model, created=0))
-    finally:
-        await engine.aclose()
-    for data in chunks:
-        ChatCompletionChunk.model_validate(data)  # the openai SDK reads every chunk
+    chunks = await _stream(engine, body)  # the openai SDK reads every chunk
     text, calls = reassemble(chunks)
     assert len(calls) == 1, (text, chunks)
     assert_valid_call(calls[0])
@@ -347,12 +353,7 @@ async def test_two_cities_asked_for_get_two_calls_by_continuing_the_reply(
     engine = product_engine(qwen, upstream)
     body = request(qwen, "What is the weather in Paris and in London right now?", max_tokens=120)
     if stream:
-        chunks = []
-        try:
-            async for chunk in engine.astream({**body, "stream": True}):
-                chunks.append(chunk_to_dict(chunk, id="c", model=qwen.model, created=0))
-        finally:
-            await engine.aclose()
+        chunks = await _stream(engine, body)
         text, streamed = reassemble(chunks)
         assert text == ""
         calls = [streamed[i] for i in sorted(streamed)]
@@ -476,12 +477,7 @@ async def test_a_call_the_model_opened_unsure_of_is_answered_without_tools(
         "max_tokens": 192,
     }
     if stream:
-        chunks = []
-        try:
-            async for chunk in engine.astream({**body, "stream": True}):
-                chunks.append(chunk_to_dict(chunk, id="c", model=qwen.model, created=0))
-        finally:
-            await engine.aclose()
+        chunks = await _stream(engine, body)
         text, calls = reassemble(chunks)
         meta = chunks[-1]["toolshim"]
     else:

@@ -84,7 +84,12 @@ def test_a_configuration_that_cannot_close_the_loop_is_not_the_best(tmp_path: Pa
     # a tie on the combined score goes to the better agent score
     assert pick.best.config == "force:json"
     assert [c.config for c in pick.candidates] == ["force:json", "force:pythonic", "force:hermes"]
-    assert pick.facts() == {"dialect": "json", "strategy": "single", "constrain": "no"}
+    assert pick.facts() == {
+        "dialect": "json",
+        "strategy": "single",
+        "constrain": "no",
+        "doubt": "no",
+    }
     assert pick.basis == "bfcl+agent" and pick.date == "2026-11-20"
     assert "native" not in scores  # baselines are not settings toolshim can serve with
 
@@ -214,6 +219,29 @@ def test_apply_prints_the_scores_and_stores_the_pick(tmp_path: Path) -> None:
     again = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert again.exit_code == 0, again.output
     assert "Picked force:json" in again.stdout
+
+
+def test_a_doubt_configuration_that_wins_is_applied_with_its_doubt(tmp_path: Path) -> None:
+    """``+doubt`` is a configuration like any other: when it wins, ``--apply`` stores fact
+    ``doubt`` with the rest (and ``no`` when a configuration without it wins)."""
+    scores = {"force:json": [True, False, True, True], "force:json+doubt": [True] * 4}
+    bfcl_path, agent_path = write_reports(tmp_path, scores, scores)
+    store = tmp_path / "reg.sqlite3"
+    args = ["eval", "--report-only", "-o", str(bfcl_path), "--chart", str(tmp_path / "c.png")]
+    args += ["--other-report", str(agent_path), "--apply", "--registry", str(store)]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Picked force:json+doubt" in result.stdout and "doubt" in result.stdout
+    facts = Registry.open(store).facts("http://127.0.0.1:9/v1", "m")
+    assert (facts["doubt"].value, facts["doubt"].source) == ("yes", Source.EVAL)
+
+    # a report written before settings had doubt: read as without it
+    meta, records = load_report(bfcl_path)
+    ran = {"mode": "force", "dialect": "json", "strategy": "single", "constrain": False}
+    pick = pick_configuration(
+        ({**meta, "settings": {"force:json": ran}}, records[:4]), None, allow_one_suite=True
+    )
+    assert pick.facts()["doubt"] == "no"
 
 
 def test_apply_refuses_without_the_other_report_and_stores_nothing(

@@ -12,7 +12,7 @@ from toolshim.capabilities import Registry, Source
 from toolshim.errors import ConfigError, UpstreamStatusError
 from toolshim.evaluation import EvalConfig, EvalRunner, bfcl_available, load_cases
 from toolshim.evaluation.runner import interleave
-from toolshim.testing import FunctionUpstream
+from toolshim.testing import FunctionUpstream, Reply, opening_logprobs
 
 pytestmark = pytest.mark.skipif(
     bfcl_available() is not None, reason=f"bfcl-eval is not usable: {bfcl_available()}"
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(
 NATIVE = EvalConfig.parse("native")
 PROMPT = EvalConfig.parse("bfcl-prompt")
 FORCE_JSON = EvalConfig.parse("force:json")
+BMI = "determine_body_mass_index"
 
 
 def test_config_parsing_and_labels() -> None:
@@ -40,6 +41,8 @@ def test_config_parsing_and_labels() -> None:
     assert constrained.constrain and not constrained.served
     assert constrained.label == "force:json+constrain"
     assert EvalConfig.parse("auto+served+constrain").label == "auto+constrain+served"
+    assert EvalConfig.parse("auto+doubt+served").label == "auto+served+doubt"
+    assert EvalConfig.parse("auto+served+doubt").doubt
     with pytest.raises(ConfigError, match="bad configuration 'auto\\+fast'"):
         EvalConfig.parse("auto+fast")
 
@@ -75,6 +78,38 @@ async def test_served_configs_start_from_the_upstreams_own_facts() -> None:
     assert seeded.valid, seeded.error
     # the oracle answers native requests in content, as Qwen does: auto rescues the call
     assert plain.valid and "tool calls recovered from content" in plain.warnings
+
+
+async def test_a_doubt_configuration_answers_a_call_the_model_opened_unsure_of_without_tools() -> (
+    None
+):
+    """``+doubt`` measures the opt-in fact: the first request asks for the opening's
+    log-probabilities, and a call opened under the bar is answered without tools."""
+    (case,) = load_cases(["irrelevance"], limit=1, seed=None)
+    assert "triangle" in str(case.chat_messages()) and case.tools()[0]["function"]["name"] == BMI
+    # the nearest tool, called with the question's own values: a valid call of no use
+    call = json.dumps({"name": BMI, "arguments": {"weight": 10, "height": 5}})
+    call = f"<tool_call>\n{call}\n</tool_call>"
+
+    def unsure_model(body: dict[str, Any]) -> Reply:
+        if "tools" not in body and "<tool_call>" not in json.dumps(body["messages"]):
+            return Reply("No tool fits that question.")  # asked again, without tools
+        alternatives = {"<tool_call>": 0.4, "No": 0.5, "I": 0.1}
+        return Reply(call, logprobs=opening_logprobs("<tool_call>", alternatives))
+
+    upstream = FunctionUpstream(unsure_model)
+    plain, doubting = (EvalConfig.parse(f"force:hermes{flag}") for flag in ("", "+doubt"))
+    runner = EvalRunner(upstream, "m", [plain, doubting])
+    without, with_doubt = await runner.run([case])
+    assert not without.valid and without.tool_calls  # the unsure call stands
+    assert "logprobs" not in upstream.history[0]
+    assert upstream.history[1]["logprobs"] is True
+    assert with_doubt.valid and not with_doubt.tool_calls, with_doubt.error
+    assert any("unsure a tool was needed" in w for w in with_doubt.warnings)
+    doubting_registry = runner.engines[doubting].registry
+    assert doubting_registry.supports(upstream.key, "m", "doubt")
+    assert not doubting_registry.supports(upstream.key, "another-model", "doubt")
+    assert not runner.engines[plain].registry.supports(upstream.key, "m", "doubt")
 
 
 def test_interleave_alternates_categories() -> None:

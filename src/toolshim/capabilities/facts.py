@@ -120,7 +120,7 @@ SUPPORT_FACTS = frozenset(
 )
 """Facts whose value is a :class:`Support` (stored as ``"yes"``/``"no"``/``"unknown"``)."""
 
-PREFERENCE_FACTS = ("dialect", "strategy", "constrain")
+PREFERENCE_FACTS = ("dialect", "strategy", "constrain", "doubt")
 """How to emulate for a model: what ``toolshim eval --apply`` stores (source ``eval``)."""
 
 STRATEGIES = tuple(s.value for s in Strategy)

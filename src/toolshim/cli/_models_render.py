@@ -40,7 +40,7 @@ def _preference_lines(report: ModelReport) -> list[str]:
     for name in PREFERENCE_FACTS:
         fact_report = report.facts.get(name)
         if fact_report is None:
-            default = {"dialect": "json", "strategy": "single"}.get(
+            default = {"dialect": "json", "strategy": "single", "doubt": "no"}.get(
                 name, "as structured_output says"
             )
             lines.append(f"{name}: {default} (nothing stored; the default)")

@@ -58,7 +58,7 @@ HELP = """Score toolshim on the Berkeley Function Calling Leaderboard (BFCL).
 
 Runs BFCL's cases through every configuration you name and through two baselines on the same cases: `native` (the tools sent straight to the upstream, only `tool_calls` read: what you get without toolshim) and `bfcl-prompt` (BFCL's own prompt-mode system prompt and decoder). Each reply is scored with BFCL's own AST checker; one table per category shows accuracy, well-formed rate (the reply decoded into calls to offered functions, right or wrong), mean LLM calls and mean latency per case. Writes a JSON report (every case, rewritten as the run goes; --resume continues it) and a PNG chart.
 
-Configurations: --config MODE\\[:DIALECT\\[:STRATEGY]]\\[+constrain]\\[+served] (repeatable; +constrain: constrained emulation, +served: the registry seeded with the embedded model's own facts, as toolshim serve does), and/or --mode/--dialect/--strategy (each repeatable; every combination runs). Example:
+Configurations: --config MODE\\[:DIALECT\\[:STRATEGY]]\\[+constrain]\\[+served]\\[+doubt] (repeatable; +constrain: constrained emulation, +served: the registry seeded with the embedded model's own facts, as toolshim serve does, +doubt: fact doubt set, a call the model opened unsure of answered without tools), and/or --mode/--dialect/--strategy (each repeatable; every combination runs). Example:
 
 toolshim eval --upstream http://127.0.0.1:8080/v1 --config force:json --config force:pythonic --config auto --limit 20
 

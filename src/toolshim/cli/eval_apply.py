@@ -101,7 +101,7 @@ def show_pick(pick: Pick, console: Console) -> None:
         title=f"Best configuration for {pick.model} ({pick.basis}, eval of {pick.date})",
         title_justify="left",
     )
-    for column in ("configuration", "dialect", "strategy", "constrain", "BFCL", "agent"):
+    for column in ("configuration", "dialect", "strategy", "constrain", "doubt", "BFCL", "agent"):
         table.add_column(column)
     table.add_column(f"one-call (bar {100 * LOOP_BAR:.0f}%)", justify="right")
     table.add_column("combined" if pick.basis == "bfcl+agent" else "score", justify="right")
@@ -111,6 +111,7 @@ def show_pick(pick: Pick, console: Console) -> None:
             c.settings.dialect,
             c.settings.strategy,
             "yes" if c.settings.constrain else "no",
+            "yes" if c.settings.doubt else "no",
             "—" if c.bfcl is None else f"{100 * c.bfcl:.1f}% of {c.bfcl_cases}",
             "—" if c.agent is None else f"{100 * c.agent:.1f}% of {c.agent_tasks}",
             "—"

@@ -109,7 +109,7 @@ class AgentRunner:
         self.temperature = temperature
         self.max_turns = max_turns
         self.budget = budget
-        self.engines = engines_for(self.configs, self.upstream, max_reasks, served_facts)
+        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
 
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""

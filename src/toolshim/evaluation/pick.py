@@ -23,8 +23,8 @@ With one report only (``allow_one_suite``), the pick is made from that suite alo
 so in :attr:`Pick.basis` and in the stored detail. Baselines (``native``, ``bfcl-prompt``) are
 never picked: they are not settings toolshim can serve with.
 
-What is stored (:meth:`Pick.facts`) is *how to emulate*: ``dialect``, ``strategy`` and
-``constrain``, as the winning configuration's engine resolved them (a configuration that
+What is stored (:meth:`Pick.facts`) is *how to emulate*: ``dialect``, ``strategy``,
+``constrain`` and ``doubt``, as the winning configuration's engine resolved them (a configuration that
 names no dialect used what its registry preferred; recorded in the report's
 ``meta.settings``, or, for reports older than that, resolved the same way again).
 """
@@ -71,6 +71,8 @@ class Settings:
     dialect: str
     strategy: str
     constrain: bool
+    doubt: bool = False
+    """Fact ``doubt`` was set (a call the model opened unsure of answered without tools)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -78,12 +80,18 @@ class Settings:
             "dialect": self.dialect,
             "strategy": self.strategy,
             "constrain": self.constrain,
+            "doubt": self.doubt,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Settings:
+        """From :meth:`as_dict` (a report older than ``doubt`` ran without it)."""
         return cls(
-            str(data["mode"]), str(data["dialect"]), str(data["strategy"]), bool(data["constrain"])
+            str(data["mode"]),
+            str(data["dialect"]),
+            str(data["strategy"]),
+            bool(data["constrain"]),
+            bool(data.get("doubt", False)),
         )
 
 
@@ -96,6 +104,7 @@ def config_settings(config: EvalConfig, registry: Registry, key: str, model: str
         dialect=config.dialect or registry.preferred_dialect(key, model) or "json",
         strategy=config.strategy or registry.preferred_strategy(key, model).value,
         constrain=config.constrain or registry.constrained(key, model),
+        doubt=config.doubt or registry.supports(key, model, "doubt"),
     )
 
 
@@ -150,9 +159,10 @@ def resolve_settings(label: str, meta: Mapping[str, Any]) -> Settings | None:
     served = _embedded_facts(meta) if config.served else None
     if config.served and served is None:
         return None
-    registry = config_registry(config, served)
+    model = str(meta.get("model") or "")
+    registry = config_registry(config, served, model)
     try:
-        return config_settings(config, registry, report_key(meta), str(meta.get("model") or ""))
+        return config_settings(config, registry, report_key(meta), model)
     finally:
         registry.close()
 
@@ -213,6 +223,7 @@ class Pick:
             "dialect": s.dialect,
             "strategy": s.strategy,
             "constrain": "yes" if s.constrain else "no",
+            "doubt": "yes" if s.doubt else "no",
         }
 
     def summary(self) -> str:

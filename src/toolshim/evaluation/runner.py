@@ -13,7 +13,10 @@ A configuration is one of:
   configuration learns from another and the user's store is left alone. Flags:
   ``+constrain`` asks for constrained emulation (a ``json_schema`` response format that
   admits only the offered tools); ``+served`` seeds the registry with what the upstream
-  measured about itself (the embedded model's facts, as ``toolshim serve`` records them).
+  measured about itself (the embedded model's facts, as ``toolshim serve`` records them);
+  ``+doubt`` sets the registry fact ``doubt`` (a call the model opened unsure of is answered
+  without tools, :mod:`toolshim.engine.confidence`), as ``toolshim models set M --doubt yes``
+  does, so that its effect is measured on the model before anyone turns it on.
 
 Cases are visited round-robin across categories and each case runs through every
 configuration before the next one starts, so a run stopped early still compares every
@@ -29,7 +32,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from typing import Any, Literal, TypeVar
 
-from toolshim.capabilities.registry import Registry
+from toolshim.capabilities.facts import Source
+from toolshim.capabilities.registry import ANY_UPSTREAM, Registry
 from toolshim.dialects import get_dialect
 from toolshim.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
@@ -52,7 +56,7 @@ __all__ = [
 ]
 
 BASELINES: tuple[str, ...] = ("native", "bfcl-prompt")
-FLAGS: tuple[str, ...] = ("constrain", "served")
+FLAGS: tuple[str, ...] = ("constrain", "served", "doubt")
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,12 @@ class EvalConfig:
     strategy: str | None = None
     constrain: bool = False
     served: bool = False
+    doubt: bool = False
 
     @classmethod
     def parse(cls, spec: str) -> EvalConfig:
-        """``native``, ``bfcl-prompt``, or ``MODE[:DIALECT[:STRATEGY]][+constrain][+served]``
-        (empty parts: the default)."""
+        """``native``, ``bfcl-prompt``, or ``MODE[:DIALECT[:STRATEGY]][+FLAG…]`` (flags:
+        :data:`FLAGS`; empty parts: the default)."""
         text = spec.strip().lower()
         if text in BASELINES:
             return cls(kind=text)  # type: ignore[arg-type]
@@ -79,8 +84,8 @@ class EvalConfig:
         if len(parts) > 3 or not parts[0] or unknown:
             raise ConfigError(
                 f"bad configuration {spec!r}; use native, bfcl-prompt or "
-                "MODE[:DIALECT[:STRATEGY]][+constrain][+served], e.g. force:pythonic, "
-                "auto::decision or force:json+constrain",
+                "MODE[:DIALECT[:STRATEGY]][+constrain][+served][+doubt], e.g. force:pythonic, "
+                "auto::decision, force:json+constrain or auto+served+doubt",
                 param="config",
             )
         parts += [""] * (3 - len(parts))
@@ -90,6 +95,7 @@ class EvalConfig:
             parts[2] or None,
             constrain="constrain" in flags,
             served="served" in flags,
+            doubt="doubt" in flags,
         )
 
     @classmethod
@@ -101,6 +107,7 @@ class EvalConfig:
         *,
         constrain: bool = False,
         served: bool = False,
+        doubt: bool = False,
     ) -> EvalConfig:
         """A toolshim configuration, its names checked (ConfigError lists what exists)."""
         mode_value = parse_mode(mode).value
@@ -108,17 +115,18 @@ class EvalConfig:
         if strategy_value == "single":
             strategy_value = None
         dialect_value = get_dialect(dialect).name if dialect else None
-        return cls("toolshim", mode_value, dialect_value, strategy_value, constrain, served)
+        return cls("toolshim", mode_value, dialect_value, strategy_value, constrain, served, doubt)
 
     @property
     def label(self) -> str:
-        """A short unique name: ``native``, ``force:json``, ``auto::decision``, ``auto+served``."""
+        """A short unique name: ``native``, ``force:json``, ``auto::decision``,
+        ``auto+served+doubt``."""
         if self.kind != "toolshim":
             return self.kind
         parts = [self.mode or "auto", self.dialect or "", self.strategy or ""]
         while parts and not parts[-1]:
             parts.pop()
-        flags = [f for f, on in (("constrain", self.constrain), ("served", self.served)) if on]
+        flags = [f for f in FLAGS if getattr(self, f)]
         return ":".join(parts) + "".join(f"+{f}" for f in flags)
 
     @property
@@ -228,12 +236,13 @@ async def run_jobs(
 def engines_for(
     configs: Iterable[EvalConfig],
     upstream: Upstream,
+    model: str,
     max_reasks: int,
     served_facts: Callable[[Registry], object] | None,
 ) -> dict[EvalConfig, Engine]:
-    """One engine per toolshim configuration, each with its own in-memory registry (seeded
-    with the upstream's own facts for ``+served``), so that no configuration learns from
-    another and the user's store is left alone."""
+    """One engine per toolshim configuration, each with its own in-memory registry (seeded as
+    :func:`config_registry` says), so that no configuration learns from another and the
+    user's store is left alone."""
     engines: dict[EvalConfig, Engine] = {}
     for c in configs:
         if c.kind != "toolshim":
@@ -244,17 +253,19 @@ def engines_for(
             dialect=c.dialect,
             strategy=c.strategy,
             max_reasks=max_reasks,
-            registry=config_registry(c, served_facts),
+            registry=config_registry(c, served_facts, model),
             constrain=True if c.constrain else None,
         )
     return engines
 
 
 def config_registry(
-    config: EvalConfig, served_facts: Callable[[Registry], object] | None
+    config: EvalConfig, served_facts: Callable[[Registry], object] | None, model: str
 ) -> Registry:
     """A private in-memory registry over the shipped profiles for ``config``, seeded with the
-    upstream's own facts for ``+served`` (ConfigError when there are none)."""
+    upstream's own facts for ``+served`` (ConfigError when there are none), and with fact
+    ``doubt`` about ``model`` at every upstream for ``+doubt`` (source ``user``, as ``toolshim
+    models set`` stores it)."""
     registry = Registry.open(":memory:")
     if config.served:
         if served_facts is None:
@@ -264,6 +275,10 @@ def config_registry(
                 param="config",
             )
         served_facts(registry)
+    if config.doubt:
+        registry.learn(
+            ANY_UPSTREAM, model, "doubt", "yes", Source.USER, detail="eval configuration +doubt"
+        )
     return registry
 
 
@@ -306,7 +321,7 @@ class EvalRunner:
             raise ConfigError("no configuration to evaluate", param="config")
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.engines = engines_for(self.configs, self.upstream, max_reasks, served_facts)
+        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature}

@@ -13,10 +13,10 @@ from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.shipped_picks import SHIPPED_PREFIX, shipped_picks
 from toolshim.cli.main import app
 from toolshim.errors import ConfigError
-from toolshim.evaluation import CaseRecord, load_report, write_report
+from toolshim.evaluation import CaseRecord, EvalConfig, load_report, write_report
 from toolshim.evaluation.agent_report import load_agent_report, write_agent_report
 from toolshim.evaluation.agent_runner import AgentRecord
-from toolshim.evaluation.pick import pick_configuration
+from toolshim.evaluation.pick import config_settings, pick_configuration, resolve_settings
 from toolshim.local import KNOWN_MODELS
 from toolshim.local.server import EmbeddedServer
 
@@ -242,6 +242,31 @@ def test_a_doubt_configuration_that_wins_is_applied_with_its_doubt(tmp_path: Pat
         ({**meta, "settings": {"force:json": ran}}, records[:4]), None, allow_one_suite=True
     )
     assert pick.facts()["doubt"] == "no"
+
+
+@pytest.mark.parametrize(
+    ("label", "held"),
+    [
+        ("force:json+constrain", True),
+        ("force:hermes+constrain", False),
+        ("force:pythonic+constrain", False),
+        ("force:compact:decision+constrain", True),
+        ("force:compact+constrain", False),
+    ],
+)
+def test_constrain_is_stored_only_where_the_dialect_holds_replies_to_a_schema(
+    label: str, held: bool
+) -> None:
+    """A dialect without a JSON Schema (hermes, pythonic) is sent unconstrained whatever
+    ``constrain`` says: the pick says what took effect, from the settings a report recorded
+    too (reports before this recorded the request)."""
+    config = EvalConfig.parse(label)
+    registry = Registry.open(":memory:")
+    settings = config_settings(config, registry, "http://127.0.0.1:9/v1", "m")
+    assert settings.constrain is held
+    recorded = {**settings.as_dict(), "constrain": True}
+    again = resolve_settings(label, {**META, "settings": {label: recorded}})
+    assert again is not None and again.constrain is held
 
 
 def test_apply_refuses_without_the_other_report_and_stores_nothing(

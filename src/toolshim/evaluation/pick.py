@@ -32,14 +32,17 @@ names no dialect used what its registry preferred; recorded in the report's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
+from toolshim.dialects import get_dialect
+from toolshim.dialects.base import PromptOptions
 from toolshim.engine import Engine
 from toolshim.errors import ConfigError
 from toolshim.evaluation.runner import BASELINES, EvalConfig, config_registry
+from toolshim.types import Strategy, ToolSpec
 
 __all__ = [
     "LOOP_BAR",
@@ -99,13 +102,27 @@ def config_settings(config: EvalConfig, registry: Registry, key: str, model: str
     """What ``config``'s engine does for ``model`` at ``key`` with ``registry`` (the options
     :func:`~toolshim.evaluation.runner.engines_for` gives it, the rest from the registry, as
     :meth:`toolshim.engine.Engine.turn` decides)."""
-    return Settings(
-        mode=config.mode or "auto",
-        dialect=config.dialect or registry.preferred_dialect(key, model) or "json",
-        strategy=config.strategy or registry.preferred_strategy(key, model).value,
-        constrain=config.constrain or registry.constrained(key, model),
-        doubt=config.doubt or registry.supports(key, model, "doubt"),
+    return _effective(
+        Settings(
+            mode=config.mode or "auto",
+            dialect=config.dialect or registry.preferred_dialect(key, model) or "json",
+            strategy=config.strategy or registry.preferred_strategy(key, model).value,
+            constrain=config.constrain or registry.constrained(key, model),
+            doubt=config.doubt or registry.supports(key, model, "doubt"),
+        )
     )
+
+
+def _effective(settings: Settings) -> Settings:
+    """``settings`` as they took effect: ``constrain`` only where the dialect has a JSON Schema
+    to hold its replies to under that strategy (hermes and pythonic have none; asked to
+    constrain, the engine sends their prompt unconstrained). Reports before this recorded the
+    request, not the effect."""
+    if not settings.constrain:
+        return settings
+    options = PromptOptions(decision=settings.strategy == Strategy.DECISION.value, constrained=True)
+    held = get_dialect(settings.dialect).response_format([ToolSpec("f")], options) is not None
+    return settings if held else replace(settings, constrain=False)
 
 
 def engine_settings(engines: Mapping[EvalConfig, Engine], model: str) -> dict[str, Any]:
@@ -154,7 +171,7 @@ def resolve_settings(label: str, meta: Mapping[str, Any]) -> Settings | None:
     resolved again (None when they depend on an upstream's own facts this report cannot give)."""
     recorded = (meta.get("settings") or {}).get(label)
     if recorded:
-        return Settings.from_dict(recorded)
+        return _effective(Settings.from_dict(recorded))
     config = EvalConfig.parse(label)
     served = _embedded_facts(meta) if config.served else None
     if config.served and served is None:

@@ -3,6 +3,7 @@ loops of identical calls read as one call, a default max_tokens, stop sequences.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -279,3 +280,58 @@ async def test_an_empty_reply_after_results_is_asked_again_without_tools(stream:
     assert (text, calls) == ("It is 18°C and sunny in Paris.", [])
     assert "Tool result:" in upstream.history[0]["stop"]
     assert "Do not call a tool" in upstream.history[1]["messages"][-1]["content"]
+
+
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "country": {"type": "string", "default": None},
+                "unit": {"type": ["string", "null"]},
+                "day": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "tag": {"enum": ["a", "b"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+
+
+def lookup(arguments: dict[str, object]) -> str:
+    return json.dumps({"tool_calls": [{"name": "lookup", "arguments": arguments}]})
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_optional_argument_given_as_null_is_left_to_its_default(stream: bool) -> None:
+    """``country: null`` is "not said": left out (the tool's default), not re-asked; a null
+    the schema admits stays."""
+    written = {"city": "Paris", "country": None, "unit": None, "day": None, "tag": None}
+    upstream = FakeUpstream([lookup(written)])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    request = {**body(USER), "tools": [LOOKUP]}
+    if stream:
+        _, calls = await answer(engine, request, stream)
+    else:
+        completion = await engine.acomplete(request)
+        calls = [(c.name, c.arguments) for c in completion.tool_calls]
+        assert completion.meta is not None
+        assert any(
+            "left out optional argument(s) 'country', 'tag' of 'lookup', given as null" in w
+            for w in completion.meta.warnings
+        )
+    assert calls == [("lookup", json.dumps({"city": "Paris", "unit": None, "day": None}))]
+    assert upstream.calls == 1
+
+
+async def test_a_required_argument_given_as_null_is_still_reasked() -> None:
+    upstream = FakeUpstream([lookup({"city": None}), lookup({"city": "Paris"})])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    completion = await engine.acomplete({**body(USER), "tools": [LOOKUP]})
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == [
+        ("lookup", '{"city": "Paris"}')
+    ]
+    assert "city" in upstream.history[1]["messages"][-1]["content"]

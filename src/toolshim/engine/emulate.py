@@ -20,9 +20,9 @@ from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import confidence
 from toolshim.engine import driver as steps
+from toolshim.engine.arguments import drop_undeclared_arguments
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
-    drop_undeclared_arguments,
     example_copies,
     made_up_calls,
     placeholder_problems,

@@ -48,12 +48,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.call_checks import (
-    NUMBER,
-    STEM,
-    drop_undeclared_arguments,
-    placeholder_problems,
-)
+from toolshim.engine.arguments import drop_undeclared_arguments
+from toolshim.engine.call_checks import NUMBER, STEM, placeholder_problems
 from toolshim.engine.turn import Turn, call_key
 from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError

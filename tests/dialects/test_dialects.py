@@ -309,3 +309,25 @@ async def test_parallel_results_are_told_apart_by_the_call_they_answer(dialect: 
     time = 'You called run_code(code="now()"); it returned:\n14:05'
     weather = 'You called get_weather(city="Paris"); it returned:\n18 degrees'
     assert sent.index(time) < sent.index(weather)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "decision", "held"),
+    [
+        ("json", False, True),
+        ("json", True, True),
+        ("compact", False, False),
+        ("compact", True, True),
+        ("hermes", False, False),
+        ("hermes", True, False),
+        ("pythonic", False, False),
+        ("pythonic", True, False),
+    ],
+)
+def test_holds_to_schema_says_whether_constrain_takes_effect(
+    dialect: str, decision: bool, held: bool
+) -> None:
+    """The one answer the engine (per request) and the eval's pick (per model) both use."""
+    options = PromptOptions(decision=decision)
+    assert get_dialect(dialect).holds_to_schema(TOOLS, options) is held
+    assert options.constrained is False  # the caller's options are not changed

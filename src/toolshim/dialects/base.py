@@ -91,6 +91,20 @@ class Dialect(ABC):
         """A JSON-Schema ``response_format`` that admits exactly the valid replies, if any."""
         return None
 
+    def holds_to_schema(self, tools: Sequence[ToolSpec], options: PromptOptions) -> bool:
+        """Whether asking to constrain takes effect: this dialect has a JSON Schema to hold
+        its replies to for ``tools`` under ``options`` (hermes and pythonic never do; compact
+        only in the decision strategy). Asked of a request by the engine, and of a pick by
+        the eval, so that both say ``constrain`` as it took effect."""
+        held = PromptOptions(
+            options.choice,
+            parallel=options.parallel,
+            decision=options.decision,
+            constrained=True,
+            results=options.results,
+        )
+        return self.response_format(tools, held) is not None
+
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
 

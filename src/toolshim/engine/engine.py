@@ -247,9 +247,8 @@ class Engine:
                 chat.choice,
                 parallel=chat.allows_parallel,
                 decision=strategy is Strategy.DECISION,
-                constrained=True,
             )
-            constrain = dialect.response_format(chat.function_tools, probe) is not None
+            constrain = dialect.holds_to_schema(chat.function_tools, probe)
         turn = Turn(
             request=chat,
             upstream=self.upstream,

@@ -120,8 +120,8 @@ def _effective(settings: Settings) -> Settings:
     request, not the effect."""
     if not settings.constrain:
         return settings
-    options = PromptOptions(decision=settings.strategy == Strategy.DECISION.value, constrained=True)
-    held = get_dialect(settings.dialect).response_format([ToolSpec("f")], options) is not None
+    options = PromptOptions(decision=settings.strategy == Strategy.DECISION.value)
+    held = get_dialect(settings.dialect).holds_to_schema([ToolSpec("f")], options)
     return settings if held else replace(settings, constrain=False)
 
 

@@ -170,3 +170,22 @@ def request(tools: list[ToolSpec] = TOOLS) -> dict[str, Any]:
         "messages": [{"role": "user", "content": "What's the weather and my location?"}],
         "tools": [t.to_openai() for t in tools],
     }
+
+
+@pytest.mark.parametrize("dialect", ["pythonic", "json", "hermes"])
+def test_a_dotted_name_is_the_offered_tool_with_underscores(dialect: str) -> None:
+    """BFCL's tools are named ``us_economy.gdp_by_state_year`` and offered as
+    ``us_economy_gdp_by_state_year``; the 1.5B writes the dotted name back (parallel_multiple_110)."""
+    gdp = ToolSpec(
+        "us_economy_gdp_by_state_year",
+        parameters={"type": "object", "properties": {"state": {"type": "string"}}},
+    )
+    texts = {
+        "pythonic": '[us_economy.gdp_by_state_year(state="California")]',
+        "json": '{"name": "us_economy.gdp_by_state_year", "arguments": {"state": "California"}}',
+        "hermes": '<tool_call>\n{"name": "us_economy.gdp_by_state_year", "arguments": '
+        '{"state": "California"}}\n</tool_call>',
+    }
+    assert calls_of(texts[dialect], dialect, [gdp]) == [
+        ("us_economy_gdp_by_state_year", {"state": "California"}, None)
+    ]

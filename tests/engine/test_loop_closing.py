@@ -159,6 +159,75 @@ async def test_a_misspelt_required_argument_is_still_reasked(stream: bool) -> No
     assert "city" in upstream.history[1]["messages"][-1]["content"]
 
 
+RATIO = {
+    "type": "function",
+    "function": {
+        "name": "financial_ratios_interest_coverage",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "company_name": {"type": "string"},
+                "years": {"type": "integer"},
+                "first_name": {"type": "string"},
+                "last_name": {"type": "string"},
+            },
+            "required": ["company_name", "years"],
+        },
+    },
+}
+XYZ = {"role": "user", "content": "Interest coverage of XYZ over 3 years?"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("written", "expected", "warning"),
+    [
+        # The 1.5B on BFCL's parallel_multiple_22: `company` for `company_name`, twice.
+        ({"company": "XYZ", "years": 3}, {"company_name": "XYZ", "years": 3}, "'company' to"),
+        ({"companyName": "XYZ", "years": 3}, {"company_name": "XYZ", "years": 3}, "'companyName'"),
+        (
+            {"company_name": "XYZ", "num_years": 3},
+            {"company_name": "XYZ", "years": 3},
+            "'num_years'",
+        ),
+        # `name` fits first_name, last_name and company_name: not guessed, dropped.
+        (
+            {"name": "XYZ", "company_name": "XYZ", "years": 3},
+            {"company_name": "XYZ", "years": 3},
+            "dropped",
+        ),
+    ],
+)
+async def test_an_undeclared_argument_that_names_one_missing_parameter_is_renamed(
+    stream: bool, written: dict[str, Any], expected: dict[str, Any], warning: str
+) -> None:
+    reply = json.dumps(
+        {"tool_calls": [{"name": "financial_ratios.interest_coverage", "arguments": written}]}
+    )
+    upstream = FakeUpstream([reply])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    request = {"model": "m", "messages": [XYZ], "tools": [RATIO]}
+    if stream:
+        _, calls = await answer(engine, request, stream)
+    else:
+        completion = await engine.acomplete(request)
+        calls = [(c.name, c.arguments) for c in completion.tool_calls]
+        assert completion.meta is not None
+        assert any(warning in w for w in completion.meta.warnings), completion.meta.warnings
+    # The name as BFCL's original, dotted: the offered tool it folds to.
+    assert calls == [("financial_ratios_interest_coverage", json.dumps(expected))]
+    assert upstream.calls == 1
+
+
+async def test_a_misspelling_that_fits_no_parameter_is_not_renamed() -> None:
+    """`town` is not `city` by its words: the call lacks `city` and is re-asked."""
+    misspelt = '{"tool_calls": [{"name": "get_weather", "arguments": {"town": "Paris"}}]}'
+    upstream = FakeUpstream([misspelt, misspelt, misspelt])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    with pytest.raises(ToolCallError, match="city"):
+        await engine.acomplete(body(USER, tool_choice="required"))
+
+
 async def test_extra_arguments_pass_where_the_schema_allows_them() -> None:
     open_tool = {
         "type": "function",

@@ -104,7 +104,7 @@ NOT_A_CALL = Interpretation()
 
 
 class ToolIndex:
-    """The offered tools, with tolerant name lookup (prefixes, case and ``-``/``_`` drift)."""
+    """The offered tools, with tolerant name lookup (prefixes, case and ``-``/``.``/``_`` drift)."""
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = {t.name: t for t in tools if t.is_function}
@@ -227,4 +227,7 @@ def strip_prefix(name: str) -> str:
 
 
 def fold_name(name: str) -> str:
-    return name.lower().replace("-", "_").replace(" ", "_")
+    """A name less its drift: case, and ``-``, ``.`` or a space for ``_`` (BFCL's tools are
+    ``us_economy.gdp_by_state_year`` renamed ``us_economy_gdp_by_state_year`` for the API,
+    and the 1.5B writes the dotted name back, re-asked or not)."""
+    return name.lower().replace("-", "_").replace(".", "_").replace(" ", "_")

@@ -6,12 +6,16 @@ the schema's own keywords (``"required": ["symbol"]``) or invent parameters (``"
 "098-765-4321"``, the answer they were meant to look up), a strict tool would reject the
 call, and a re-ask at temperature 0 gets the same call back (measured on the agent suite:
 six two-call tasks lost that way). So is an optional argument given as ``null`` where its
-schema does not admit null (``country: null``: "not said", the tool's default). What
+schema does not admit null (``country: null``: "not said", the tool's default). An
+undeclared argument that is plainly a parameter the call lacks, written shorter, longer or
+in another case (``company`` for ``company_name``, ``companyName`` for ``company_name``),
+is renamed to it instead, with a warning — only where exactly one parameter fits. What
 remains is validated like any call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -47,9 +51,17 @@ def drop_undeclared_arguments(
         if not extra and not nulls:
             kept.append(call)
             continue
+        renamed = _renames(call, tool, extra)
+        extra = [k for k in extra if k not in renamed]
         dropped = {*extra, *nulls}
-        arguments = {k: v for k, v in call.arguments.items() if k not in dropped}
+        arguments = {renamed.get(k, k): v for k, v in call.arguments.items() if k not in dropped}
         kept.append(replace(call, arguments=arguments, repaired=True))
+        if renamed:
+            shown = ", ".join(f"{k!r} to {p!r}" for k, p in renamed.items())
+            warnings.append(
+                f"renamed argument(s) {shown} of {call.name!r}: its schema declares the "
+                "second, not the first"
+            )
         if extra:
             warnings.append(
                 f"dropped argument(s) {', '.join(repr(k) for k in extra)} of {call.name!r}, "
@@ -113,3 +125,37 @@ def _undeclared(call: ParsedCall, tool: ToolSpec | None) -> list[str]:
     if tool.parameters.get("patternProperties"):
         return []
     return [key for key in call.arguments if key not in declared]
+
+
+def _renames(call: ParsedCall, tool: ToolSpec | None, extra: Sequence[str]) -> dict[str, str]:
+    """Undeclared keys that name one parameter the call lacks: the same words in another
+    case or spelling (``companyName``, ``company-name``), or the parameter's first or last
+    words (``company`` for ``company_name``, ``name`` for ``company_name``), or the parameter
+    plus words (``city_name`` for ``city``). A key that fits several parameters, or a
+    parameter that several keys fit, is left to be dropped."""
+    if tool is None or not extra:
+        return {}
+    declared = tool.parameters.get("properties")
+    if not isinstance(declared, Mapping):
+        return {}
+    absent = [p for p in declared if p not in call.arguments]
+    fits = {k: [p for p in absent if _same_parameter(_split(k), _split(p))] for k in extra}
+    chosen = {k: ps[0] for k, ps in fits.items() if len(ps) == 1}
+    taken = list(chosen.values())
+    return {k: p for k, p in chosen.items() if taken.count(p) == 1}
+
+
+def _split(name: str) -> list[str]:
+    """The words of a parameter name: ``companyName``, ``company_name`` and ``company-name``
+    are ``["company", "name"]``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def _same_parameter(key: list[str], parameter: list[str]) -> bool:
+    if not key or not parameter:
+        return False
+    if key == parameter:
+        return True
+    short, long = sorted((key, parameter), key=len)
+    return long[: len(short)] == short or long[-len(short) :] == short

@@ -29,9 +29,10 @@ __all__ = ["drop_undeclared_arguments"]
 def drop_undeclared_arguments(
     calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]
 ) -> tuple[list[ParsedCall], list[str]]:
-    """The calls less the arguments their tool's schema does not declare, and less the
-    optional ones given as ``null`` where that parameter's schema does not admit null; one
-    warning per call that lost some.
+    """The calls less the arguments their tool's schema does not declare (renamed instead
+    where one names a missing parameter: :func:`_renames`), and less the optional ones given
+    as ``null`` where that parameter's schema does not admit null; a warning for each kind of
+    change to a call.
 
     Undeclared: only where the schema lists every parameter (``properties`` given,
     ``additionalProperties`` absent or false, no ``patternProperties``): such a tool would

@@ -343,7 +343,7 @@ class EmbeddedServer:
     def record_capabilities(self, registry: Registry) -> dict[str, str]:
         """Store :meth:`capabilities` in ``registry`` under :attr:`key` (source ``upstream``),
         and for a known model the configuration its own eval picked (``dialect``,
-        ``strategy``, ``constrain``; source ``eval``, from ``toolshim/data/eval_picks.json``)
+        ``strategy``, ``constrain``, ``doubt``; source ``eval``, from ``toolshim/data/eval_picks.json``)
         unless a pick of the user's own ``toolshim eval --apply`` is stored there; return what
         was stored. A preferred dialect this toolshim lacks is left out, with a warning."""
         from toolshim.capabilities.facts import Source

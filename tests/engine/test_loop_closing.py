@@ -60,6 +60,17 @@ async def answer(engine: Engine, request: dict[str, Any], stream: bool) -> tuple
     return text, [tuple(v) for v in calls.values()]
 
 
+async def calls_and_warnings(
+    engine: Engine, request: dict[str, Any], stream: bool
+) -> tuple[list[Any], list[str] | None]:
+    """The calls of the answer, and its warnings when it came whole (None when streamed)."""
+    if stream:
+        return (await answer(engine, request, stream))[1], None
+    completion = await engine.acomplete(request)
+    assert completion.meta is not None
+    return [(c.name, c.arguments) for c in completion.tool_calls], completion.meta.warnings
+
+
 @pytest.mark.parametrize("dialect", ["json", "hermes", "pythonic", "compact", "windlass"])
 async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect: str) -> None:
     upstream = FakeUpstream(["It is 18°C and sunny in Paris."])
@@ -134,15 +145,10 @@ async def test_an_argument_the_schema_does_not_declare_is_dropped_with_a_warning
     )
     upstream = FakeUpstream([made_up])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    if stream:
-        _, calls = await answer(engine, body(USER), stream)
-    else:
-        completion = await engine.acomplete(body(USER))
-        calls = [(c.name, c.arguments) for c in completion.tool_calls]
-        assert completion.meta is not None
+    calls, warnings = await calls_and_warnings(engine, body(USER), stream)
+    if warnings is not None:
         assert any(
-            "dropped argument(s) 'required', 'forecast' of 'get_weather'" in w
-            for w in completion.meta.warnings
+            "dropped argument(s) 'required', 'forecast' of 'get_weather'" in w for w in warnings
         )
     assert calls == [("get_weather", '{"city": "Paris"}')]
     assert upstream.calls == 1
@@ -207,13 +213,9 @@ async def test_an_undeclared_argument_that_names_one_missing_parameter_is_rename
     upstream = FakeUpstream([reply])
     engine = Engine(upstream, mode="force", registry=":memory:")
     request = {"model": "m", "messages": [XYZ], "tools": [RATIO]}
-    if stream:
-        _, calls = await answer(engine, request, stream)
-    else:
-        completion = await engine.acomplete(request)
-        calls = [(c.name, c.arguments) for c in completion.tool_calls]
-        assert completion.meta is not None
-        assert any(warning in w for w in completion.meta.warnings), completion.meta.warnings
+    calls, warnings = await calls_and_warnings(engine, request, stream)
+    if warnings is not None:
+        assert any(warning in w for w in warnings), warnings
     # The name as BFCL's original, dotted: the offered tool it folds to.
     assert calls == [("financial_ratios_interest_coverage", json.dumps(expected))]
     assert upstream.calls == 1
@@ -382,15 +384,11 @@ async def test_an_optional_argument_given_as_null_is_left_to_its_default(stream:
     upstream = FakeUpstream([lookup(written)])
     engine = Engine(upstream, mode="force", registry=":memory:")
     request = {**body(USER), "tools": [LOOKUP]}
-    if stream:
-        _, calls = await answer(engine, request, stream)
-    else:
-        completion = await engine.acomplete(request)
-        calls = [(c.name, c.arguments) for c in completion.tool_calls]
-        assert completion.meta is not None
+    calls, warnings = await calls_and_warnings(engine, request, stream)
+    if warnings is not None:
         assert any(
             "left out optional argument(s) 'country', 'tag' of 'lookup', given as null" in w
-            for w in completion.meta.warnings
+            for w in warnings
         )
     assert calls == [("lookup", json.dumps({"city": "Paris", "unit": None, "day": None}))]
     assert upstream.calls == 1

@@ -30,8 +30,9 @@ def shipped_picks() -> Mapping[str, Mapping[str, Any]]:
 
 
 def shipped_eval_facts(name: str) -> dict[str, Fact]:
-    """The preference facts (``dialect``, ``strategy``, ``constrain``, ``doubt``) the eval of known model
-    ``name`` picked, dated with the eval; empty for a model without a shipped pick."""
+    """The preference facts (``dialect``, ``strategy``, ``constrain``, ``doubt``) the eval of
+    known model ``name`` picked, dated with the eval; empty for a model without a shipped
+    pick."""
     entry = shipped_picks().get(name)
     if entry is None:
         return {}

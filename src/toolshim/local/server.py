@@ -343,8 +343,8 @@ class EmbeddedServer:
     def record_capabilities(self, registry: Registry) -> dict[str, str]:
         """Store :meth:`capabilities` in ``registry`` under :attr:`key` (source ``upstream``),
         and for a known model the configuration its own eval picked (``dialect``,
-        ``strategy``, ``constrain``, ``doubt``; source ``eval``, from ``toolshim/data/eval_picks.json``)
-        unless a pick of the user's own ``toolshim eval --apply`` is stored there; return what
+        ``strategy``, ``constrain``, ``doubt``; source ``eval``, from
+        ``toolshim/data/eval_picks.json``) unless a pick of the user's own ``toolshim eval --apply`` is stored there; return what
         was stored. A preferred dialect this toolshim lacks is left out, with a warning."""
         from toolshim.capabilities.facts import Source
         from toolshim.capabilities.shipped_picks import SHIPPED_PREFIX, shipped_eval_facts

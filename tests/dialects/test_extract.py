@@ -177,13 +177,68 @@ def test_parameter_values_follow_the_schema() -> None:
         "Markdown [link](https://example.com) and {placeholder}.",
         "{tool}",
         "In Python: [print(x) for x in y]",
-        '["red logo", "yellow rectangle (left)", "white text"]',
-        '["print(get_weather)", "get_weather(city=\'Paris\')"]',
-        "[\"lookup(city='Paris')\"]",
+        'Seen: ["red logo", "yellow rectangle (left)", "white text"]',
+        'Code: ["print(get_weather)", "get_weather(city=\'Paris\')"]',
+        "Try [\"lookup(city='Paris')\"] later.",
+        '["red logo", "white text"] are the items.',
+        "[1.5, 2.5]",
+        '["Paris", 3, true]',
     ],
 )
 def test_prose_and_code_stay_prose(reply: str) -> None:
     prose(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "meant"),
+    [
+        ('["Paris"]', 'get_weather\' with city="Paris"'),
+        ("['Paris', 3]", "'get_weather' with city=\"Paris\", days=3"),
+        ("[Paris]", 'get_weather\' with city="Paris"'),
+        ('  ["red logo", "white text"]\n', 'search\' with query=["red logo", "white text"]'),
+        ('<tool_call>["Paris"]</tool_call>', 'get_weather\' with city="Paris"'),
+    ],
+)
+def test_a_reply_of_values_alone_is_a_call_without_its_name(reply: str, meant: str) -> None:
+    """Values that fit an offered tool, the whole reply: re-asked, naming what they fit."""
+    parsed = parse_reply(reply, TOOLS)
+    assert parsed.text.strip() == ""
+    [call] = parsed.calls
+    assert call.name == "" and call.arguments is None
+    assert call.problem is not None and meant in call.problem
+    assert "names no tool" in call.problem
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["[1.5]", "[Paris](https://example.com)", '[3, "Paris"] ', "[true]", "[]"],
+)
+def test_a_reply_of_values_no_tool_takes_is_the_answer(reply: str) -> None:
+    prose(reply)
+
+
+def test_a_reply_of_quoted_calls_is_those_calls_offered_or_not() -> None:
+    parsed = parse_reply("[\"get_color(color='blue')\", \"get_weather(city='Oslo')\"]", TOOLS)
+    assert parsed.text == ""
+    assert [(c.name, c.arguments, c.problem) for c in parsed.calls] == [
+        ("get_color", {"color": "blue"}, None),
+        ("get_weather", {"city": "Oslo"}, None),
+    ]
+    unknown = parse_reply('["get_color(blue)"]', TOOLS).calls
+    assert [(c.name, c.problem) for c in unknown] == [("get_color", None)]
+
+
+def test_a_lone_list_is_held_while_the_reply_may_go_on() -> None:
+    """Streamed, the list is held until the reply ends: prose after it makes it data."""
+    parser = ReplyParser(TOOLS)
+    assert parser.feed('["Paris"]') == []
+    assert [s.text for s in parser.feed(" is the city.")] == ['["Paris"] is the city.']
+    assert parser.finish("") == []
+    held = ReplyParser(TOOLS)
+    assert held.feed('["Paris"]\n') == []
+    segments = held.finish("")
+    assert [(s.kind, s.text) for s in segments] == [("calls", '["Paris"]'), ("text", "\n")]
+    assert segments[0].calls[0].name == ""
 
 
 def test_markers_are_dropped_from_the_text() -> None:

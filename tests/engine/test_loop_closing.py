@@ -402,3 +402,35 @@ async def test_a_required_argument_given_as_null_is_still_reasked() -> None:
         ("lookup", '{"city": "Paris"}')
     ]
     assert "city" in upstream.history[1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_of_values_alone_is_re_asked_with_the_call_they_fit(stream: bool) -> None:
+    """The 1.5B's ``[netsh wlan disconnect]``: the arguments of the call it meant, no name."""
+    upstream = FakeUpstream(["[Paris]", '[get_weather(city="Paris")]'])
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=":memory:")
+    text, calls = await answer(engine, body(USER), stream)
+    assert (text, calls) == ("", [("get_weather", '{"city": "Paris"}')])
+    correction = upstream.history[1]["messages"][-1]["content"]
+    assert "your reply [Paris] gives values but names no tool" in correction
+    assert "'get_weather' with city=\"Paris\"" in correction
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_values_no_tool_takes_are_the_answer(stream: bool) -> None:
+    upstream = FakeUpstream(["[0.45359237]"])
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=":memory:")
+    ask = {"role": "user", "content": "How many kilograms are in a pound?"}
+    assert await answer(engine, body(ask), stream) == ("[0.45359237]", [])
+    assert len(upstream.history) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_quoted_calls_to_a_tool_not_offered_are_re_asked(stream: bool) -> None:
+    """Seen on the served 1.5B: colours asked for with only get_weather offered."""
+    upstream = FakeUpstream(['["get_color(blue)", "get_color(yellow)"]', "Green."])
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=":memory:")
+    ask = {"role": "user", "content": "What colour do blue and yellow make?"}
+    assert await answer(engine, body(ask), stream) == ("Green.", [])
+    correction = upstream.history[1]["messages"][-1]["content"]
+    assert "there is no tool named 'get_color'; the available tools are 'get_weather'" in correction

@@ -41,6 +41,7 @@ from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
 from toolshim.dialects._dispatch import read_fence, read_tag
 from toolshim.dialects._named import NAME_TAG
+from toolshim.dialects._nameless import lone_list_calls
 from toolshim.dialects._native import (
     ARROW_OPEN,
     INVOKE_NAME,
@@ -418,6 +419,11 @@ class ReplyParser:
                     return broken, end
                 # JSON cannot read ``[name(`` as anything but strings: not worth a repair.
                 return None, t + 1
+            if not cut_off and self._starts_reply(t) and not buf[end:].strip():
+                calls = lone_list_calls(candidate, self.index)
+                if calls is not None:
+                    # The whole reply so far: the calls it means, unless more follows.
+                    return (Segment("calls", candidate, calls), end) if final else NEED
         if _MAYBE_CALL.search(candidate) is None:
             return None, end  # no name, tool or tag anywhere inside: data, or prose
         decoded = self.decode(t, end)

@@ -377,7 +377,8 @@ def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -
     made_up = {
         i: bad
         for i, c in enumerate(calls)
-        if (bad := _ungrounded(c, by_name.get(c.name), said)) and _identifier_like(c)
+        if ((bad := _ungrounded(c, by_name.get(c.name), said)) and _identifier_like(c))
+        or (bad := _numbered_ids(c))
     }
     if not made_up or len(made_up) == len(calls):
         return list(calls)
@@ -387,6 +388,20 @@ def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -
             "the conversation yet (it needs a result of the calls returned with it)"
         )
     return [c for i, c in enumerate(calls) if i not in made_up]
+
+
+def _numbered_ids(call: ParsedCall) -> list[str]:
+    """``key=value`` for each identifier the call fills with its parameter's name numbered
+    (``case_id=["case_id1", "case_id2"]``): ids the model has yet to look up."""
+    out = []
+    for key, value in call.arguments.items():
+        if re.search(r"(^|_)ids?$", key.lower()) is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        numbered = re.compile(re.escape(key.lower().rstrip("s")) + r"[ _-]?\d+")
+        if items and all(isinstance(i, str) and numbered.fullmatch(i.lower()) for i in items):
+            out.append(f"{key}={value!r}")
+    return out
 
 
 def _identifier_like(call: ParsedCall) -> bool:

@@ -33,6 +33,7 @@ from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.turn import Turn, emulated_id
+from toolshim.engine.unused_numbers import unused_number_problems
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.types import Completion, Message, ToolCall
 from toolshim.wire.openai import request_to_body
@@ -145,6 +146,8 @@ def check(
     if not problems:
         kept, problems = made_up_calls(turn, verdict.calls)
         verdict = replace(verdict, calls=tuple(kept))
+    if not problems:
+        problems += unused_number_problems(turn, verdict.calls)
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict

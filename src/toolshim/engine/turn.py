@@ -71,6 +71,8 @@ class Turn:
     """Tool calls came back to the caller (the "tool calls emulated" warning needs both)."""
     repeat_reasked: bool = False
     """The model was re-asked once already for repeating a call whose result it has."""
+    numbers_reasked: bool = False
+    """The model was re-asked once already for numbers the user gave that no call used."""
     made_up_calls: frozenset[tuple[str, str]] | None = None
     """The calls, as :func:`call_key`, of a reply re-asked for values nobody gave (None: no
     such re-ask yet)."""

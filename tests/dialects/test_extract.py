@@ -304,11 +304,32 @@ def test_quoted_python_calls_stream_as_they_parse_whole(reply: str) -> None:
         assert streamed == whole
 
 
+def test_arguments_after_the_calls_are_every_call_s() -> None:
+    """Qwen2.5-Coder-1.5B, BFCL parallel_5: ``[f(…), f(…), sort_by_rating=True]``."""
+    reply = '[get_weather(city="Paris"), get_weather(city="Oslo", days=1), days=3]'
+    assert calls(reply) == [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("get_weather", {"city": "Oslo", "days": 1}),
+    ]
+    mixed = '[get_weather(city="Paris"), search(query=["x"]), days=3]'
+    assert calls(mixed) == [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("search", {"query": ["x"]}),
+    ]
+    # streamed, at every split, the same calls
+    for size in (1, 3, 7):
+        parser = ReplyParser(TOOLS)
+        pieces = [reply[i : i + size] for i in range(0, len(reply), size)]
+        segments = [s for piece in pieces for s in parser.feed(piece)] + parser.finish()
+        found = [(c.name, c.arguments) for s in segments if s.kind == "calls" for c in s.calls]
+        assert found == calls(reply)
+
+
 @pytest.mark.parametrize(
     ("reply", "why"),
     [
-        # Qwen2.5-Coder-1.5B, BFCL parallel_5: a keyword argument outside its call
-        ('[get_weather(city="Paris"), get_weather(city="Oslo"), days=3]', "invalid syntax"),
+        # a keyword argument outside the calls that no called tool declares
+        ('[get_weather(city="Paris"), get_weather(city="Oslo"), units="C"]', "invalid syntax"),
         # BFCL live_simple_107-64-0: an apostrophe inside single quotes
         ("[get_weather(city='Paris'), search(query=['I'm here'])]", "line 1"),
         # Qwen2.5-Coder-0.5B, BFCL multiple_3 and simple_python_192: a stray value in the list

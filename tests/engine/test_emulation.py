@@ -100,7 +100,7 @@ async def test_an_enum_written_on_an_array_is_checked_on_its_items() -> None:
 
 
 async def test_a_python_call_list_that_does_not_parse_is_reasked_with_the_syntax_error() -> None:
-    broken = '[get_weather(city="Paris"), get_weather(city="Oslo"), unit="c"]'
+    broken = '[get_weather(city="Paris"), get_weather(city="Oslo"), colour="c"]'
     engine, upstream = force(broken, CALL_TEXT, dialect="pythonic")
     completion = await engine.acomplete(request())
     assert completion.message.tool_calls[0].name == "get_weather"

@@ -71,7 +71,12 @@ from toolshim.dialects._tags import (
 from toolshim.dialects._values import repair_quotes
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import MARKUPS, Interpretation, ParsedCall, ToolIndex
-from toolshim.dialects.interpret import call_list_problem, interpret_python, interpret_value
+from toolshim.dialects.interpret import (
+    call_list_problem,
+    interpret_python,
+    interpret_value,
+    shared_keyword_calls,
+)
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.errors import ConfigError
 from toolshim.types import ToolSpec
@@ -414,6 +419,10 @@ class ReplyParser:
                 )
                 if meaning.calls:
                     return calls_segment(candidate, meaning), end
+                if not cut_off:
+                    shared = shared_keyword_calls(candidate, self.index)
+                    if shared.calls:
+                        return calls_segment(candidate, shared), end
                 broken = None if cut_off else self._broken_python_list(t, candidate, head.group(1))
                 if broken is not None:
                     return broken, end

@@ -28,6 +28,7 @@ __all__ = [
     "ToolIndex",
     "interpret_python",
     "interpret_value",
+    "shared_keyword_calls",
 ]
 
 NAME_KEYS = ("name", "function", "tool", "tool_name", "function_name", "toolname")
@@ -277,6 +278,42 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
         if require_known and index.resolve(dotted) is None:
             return NOT_A_CALL
         calls.append(_python_call(node, index.canonical(dotted), index, source))
+    return Interpretation(tuple(calls))
+
+
+def shared_keyword_calls(source: str, index: ToolIndex) -> Interpretation:
+    """A list of calls closed by arguments meant for all of them: ``[f(show="Friends"),
+    f(show="The Office"), sort_by_rating=True]`` (Qwen2.5-Coder-1.5B on BFCL's ``parallel_5``;
+    re-asked, it wrote the same list twice more). Each trailing ``name=value`` goes to every
+    call whose tool declares ``name`` and that does not set it; it must be declared by a
+    called tool, and every call must be to an offered tool. NOT_A_CALL otherwise."""
+    text = source.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return NOT_A_CALL
+    try:
+        node = ast.parse(f"_f({text[1:-1]})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return NOT_A_CALL
+    if not isinstance(node, ast.Call) or not node.args or not node.keywords:
+        return NOT_A_CALL
+    named: list[tuple[str, ast.Call]] = []
+    for item in node.args:
+        dotted = _dotted(item.func) if isinstance(item, ast.Call) else None
+        tool = index.resolve(dotted) if dotted is not None else None
+        if tool is None or not isinstance(item, ast.Call):
+            return NOT_A_CALL
+        named.append((tool, item))
+    shared = node.keywords
+    if any(
+        kw.arg is None or all(kw.arg not in index.parameters(t) for t, _ in named) for kw in shared
+    ):
+        return NOT_A_CALL
+    calls = []
+    for tool, item in named:
+        given = {kw.arg for kw in item.keywords}
+        extra = [kw for kw in shared if kw.arg not in given and kw.arg in index.parameters(tool)]
+        whole = ast.Call(item.func, item.args, [*item.keywords, *extra])
+        calls.append(_python_call(whole, tool, index, source))
     return Interpretation(tuple(calls))
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from toolshim.engine import Engine
 from toolshim.engine.unused_numbers import SAID_NUMBER
-from toolshim.testing import FakeUpstream
+from toolshim.testing import FakeUpstream, Reply
 
 
 def tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -86,6 +86,13 @@ async def test_the_same_calls_written_again_are_returned() -> None:
 async def test_no_re_ask_when_nothing_is_left_out(content: str, reply: str) -> None:
     upstream = FakeUpstream([reply])
     await calls_of(engine_for(upstream), request(content), stream=False)
+    assert len(upstream.history) == 1
+
+
+async def test_calls_cut_by_max_tokens_are_returned_without_that_re_ask() -> None:
+    upstream = FakeUpstream([Reply(WITHOUT_P, finish_reason="length")])
+    calls = await calls_of(engine_for(upstream), request(ASK), stream=False)
+    assert calls == [("binomial", {"trials": 20, "successes": 5})]
     assert len(upstream.history) == 1
 
 

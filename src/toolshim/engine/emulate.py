@@ -146,7 +146,7 @@ def check(
     if not problems:
         kept, problems = made_up_calls(turn, verdict.calls)
         verdict = replace(verdict, calls=tuple(kept))
-    if not problems:
+    if not problems and finish != "length":  # a cut reply's calls are not re-asked for more
         problems += unused_number_problems(turn, verdict.calls)
     if problems:
         return replace(verdict, problems=tuple(problems))

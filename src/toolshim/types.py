@@ -82,6 +82,12 @@ class ToolSpec:
     def is_function(self) -> bool:
         return self.type == "function"
 
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The parameters its schema requires, in order (none when ``required`` is not a list)."""
+        names = self.parameters.get("required")
+        return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+
     def to_openai(self) -> dict[str, Any]:
         """The tool as an OpenAI ``tools[]`` entry (the caller's own object where there is one)."""
         if self.raw is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import called
 from toolshim.engine import Engine
 from toolshim.engine.unused_numbers import SAID_NUMBER
 from toolshim.testing import FakeUpstream, Reply
@@ -99,20 +100,7 @@ async def test_calls_cut_by_max_tokens_are_returned_without_that_re_ask() -> Non
 async def test_after_tool_results_the_question_s_numbers_are_not_asked_for() -> None:
     upstream = FakeUpstream([WITHOUT_P])
     body = request(ASK)
-    body["messages"] += [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c1",
-                    "type": "function",
-                    "function": {"name": "binomial", "arguments": '{"trials": 2, "successes": 1}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "0.42"},
-    ]
+    body["messages"] += called("binomial", '{"trials": 2, "successes": 1}', "0.42")
     await calls_of(engine_for(upstream), body, stream=False)
     assert len(upstream.history) == 1
 

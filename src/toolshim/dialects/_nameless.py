@@ -120,7 +120,7 @@ def _items(candidate: str) -> list[Any] | None:
 def _fit(index: ToolIndex, name: str, items: list[Any]) -> tuple[str, dict[str, Any]] | None:
     """How ``items`` fill the tool's parameters: in order, or as one array's items."""
     order = index.parameter_order(name)
-    required = _required(index, name)
+    required = set(index.tools[name].required)
     if required and len(required) <= len(items) <= len(order):
         leading = order[: len(items)]
         if required <= set(leading) and all(
@@ -136,11 +136,6 @@ def _fit(index: ToolIndex, name: str, items: list[Any]) -> tuple[str, dict[str, 
         if all(_accepts(kind if isinstance(kind, str) else None, v) for v in items):
             return name, {parameter: items}
     return None
-
-
-def _required(index: ToolIndex, name: str) -> set[str]:
-    required = index.tools[name].parameters.get("required")
-    return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
 def _accepts(kind: str | None, value: Any) -> bool:

@@ -115,8 +115,7 @@ def parameters_of(tool: ToolSpec) -> list[Parameter]:
     props = tool.parameters.get("properties")
     if not isinstance(props, Mapping):
         return []
-    required = tool.parameters.get("required")
-    needed = set(required) if isinstance(required, list) else set()
+    needed = set(tool.required)
     out = [
         Parameter(str(name), spec if isinstance(spec, Mapping) else {}, name in needed)
         for name, spec in props.items()

@@ -81,10 +81,9 @@ def _null_optionals(call: ParsedCall, tool: ToolSpec | None) -> list[str]:
     if tool is None or call.problem is not None or not isinstance(call.arguments, Mapping):
         return []
     declared = tool.parameters.get("properties")
-    required = tool.parameters.get("required")
     if not isinstance(declared, Mapping):
         return []
-    needed = set(required) if isinstance(required, list) else set()
+    needed = set(tool.required)
     return [
         key
         for key, value in call.arguments.items()

@@ -123,8 +123,7 @@ def placeholder_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec])
         tool = by_name.get(call.name)
         if tool is None or not isinstance(call.arguments, Mapping):
             continue
-        required = tool.parameters.get("required")
-        needed = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+        needed = tool.required
         bad = [
             f"{key}={call.arguments[key]!r}"
             for key in needed

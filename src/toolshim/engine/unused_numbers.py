@@ -110,8 +110,7 @@ def _left_out(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec]) -> list[tu
         properties = tool.parameters.get("properties") if tool else None
         if tool is None or not isinstance(properties, Mapping):
             continue
-        required = tool.parameters.get("required")
-        required = required if isinstance(required, list) else []
+        required = tool.required
         set_keys = {
             k
             for c in calls

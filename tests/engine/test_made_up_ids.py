@@ -162,6 +162,9 @@ async def test_the_same_made_up_call_written_again_is_returned() -> None:
         ("What is ZZZZ trading at?", ("get_stock_price", {"symbol": "ZZZZZ"})),  # a slip
         ("Is it raining in New York?", ("get_weather", {"city": "NY"})),  # initials
         ("帮我查一下北京的天气", ("get_weather", {"city": "北京"})),  # no spaces between words
+        ("Weather in California?", ("get_weather", {"city": "CA"})),  # short, and all there is
+        ("Weather in San Diego?", ("get_weather", {"city": "San Diego, CA"})),
+        ("Weather in Sacramento, CA?", ("get_weather", {"city": "Sacramento, CA"})),
     ],
 )
 async def test_values_said_in_other_words_are_not_made_up(
@@ -171,6 +174,20 @@ async def test_values_said_in_other_words_are_not_made_up(
     completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(ask(question))
     assert [c.name for c in completion.tool_calls] == [call[0]]
     assert upstream.calls == 1
+
+
+async def test_a_two_letter_word_does_not_ground_a_longer_value() -> None:
+    """BFCL live_irrelevance_18-2-6 (Qwen2.5-Coder-1.5B): asked for a domain's CNAME records, it
+    called the weather tool with its description's example, "San Francisco, CA". As an
+    abbreviation, ``ca`` is in "can" and "cname"; the value's own words were never said."""
+    question = "How can I obtain the CNAME records for the domain 'sample.com'? My key is 'k1'."
+    example = reply(("get_weather", {"city": "San Francisco, CA"}))
+    upstream = FakeUpstream([example, "I have no tool for DNS records."])
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(ask(question))
+    assert not completion.tool_calls
+    assert completion.text == "I have no tool for DNS records."
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert "nothing in the conversation mentions city='San Francisco, CA'" in reask
 
 
 async def test_a_forced_choice_is_not_second_guessed() -> None:

@@ -26,7 +26,10 @@ The arguments a call can lose instead of being re-asked are :mod:`toolshim.engin
   earlier call), a long word by its first letters (``forecasts``/``forecast``), as an
   abbreviation of a word said (``AAPL`` for Apple, ``NVDA`` for NVIDIA), the initials of words
   said (``NY`` for New York) or one letter off a word
-  (``ZZZZZ`` for ``ZZZZ``: the 0.5B's slip, which a re-ask only made worse). Only strings are
+  (``ZZZZZ`` for ``ZZZZ``: the 0.5B's slip, which a re-ask only made worse). A word of one or
+  two letters grounds a longer value only when said as it is: ``CA`` abbreviates "can", and
+  the 1.5B's "San Francisco, CA" (a weather tool's example) for a question about a domain's
+  CNAME records was made up all the same. Only strings are
   judged, and not those the schema offers (``enum``, ``const``, ``default``) nor arithmetic
   (``"6 * 7"`` for "six times seven"): numbers are computed as often as said.
 
@@ -262,6 +265,10 @@ STEM = 5
 """Words this long or longer match on their first letters (``cities``/``city`` do not, but
 ``forecasts``/``forecast`` do); shorter ones must match whole."""
 
+SHORT = 2
+"""Words this long or shorter (``CA``, ``NY``) ground a value that has longer words only when
+said as they are (:func:`_value_grounded`)."""
+
 
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
@@ -287,8 +294,21 @@ def _conversation_words(turn: Turn) -> set[str]:
 
 
 def _value_grounded(value: Any, said: set[str]) -> bool:
+    """A word of the value was said (:func:`_word_said`). A word of one or two letters stands
+    for the whole value only when the value has no longer word, or when it was said as it is:
+    as an abbreviation, ``ca`` is in almost every word that starts with a c, and "San
+    Francisco, CA" is the example of a weather tool's description, not something the user
+    who asked for the CNAME records of a domain said."""
     words = _words(value if isinstance(value, str) else json.dumps(value))
-    return not words or any(_word_said(w, said) for w in words)
+    if not words:
+        return True
+    longer = [w for w in words if len(w) > SHORT]
+    if any(_word_said(w, said) for w in longer):
+        return True
+    short = [w for w in words if len(w) <= SHORT]
+    if longer:
+        return any(w in said for w in short)
+    return any(_word_said(w, said) for w in short)
 
 
 def _word_said(word: str, said: set[str]) -> bool:

@@ -99,7 +99,7 @@ class CompactDialect(Dialect):
         choices: list[dict[str, Any]] = []
         for tool in shown:
             props = dict(tool.parameters.get("properties") or {})
-            required = list(tool.parameters.get("required") or [])
+            required = list(tool.required)
             choices.append(
                 {
                     "type": "object",

@@ -35,6 +35,8 @@ class FakeLlama:
             "chat_template_caps": QWEN_CAPS,
             "model_alias": alias,
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            # where llama-server reports the defaults a request without its own gets
+            "default_generation_settings": {"params": {"temperature": args.temperature}},
         }
 
         class Handler(BaseHTTPRequestHandler):

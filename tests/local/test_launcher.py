@@ -36,6 +36,7 @@ def test_defaults(gguf: Path) -> None:
     assert args.parent_pid == os.getppid()
     assert args.ready_file is None
     assert args.kill_with_parent is False
+    assert args.temperature == 0.0
 
 
 def test_every_option(gguf: Path, tmp_path: Path) -> None:
@@ -44,13 +45,14 @@ def test_every_option(gguf: Path, tmp_path: Path) -> None:
             "--model", str(gguf), "--host", "0.0.0.0", "--port", "8099", "--threads", "3",
             "--ctx-size", "2048", "--parallel", "2", "--alias", "qwen", "--no-jinja",
             "--ready-file", str(tmp_path / "r.json"), "--parent-pid", "4242",
-            "--kill-with-parent",
+            "--kill-with-parent", "--temperature", "0.7",
         ]
     )  # fmt: skip
     assert (args.host, args.port, args.threads, args.ctx_size) == ("0.0.0.0", 8099, 3, 2048)
     assert (args.parallel, args.alias, args.jinja) == (2, "qwen", False)
     assert args.ready_file == tmp_path / "r.json"
     assert (args.parent_pid, args.kill_with_parent) == (4242, True)
+    assert args.temperature == 0.7
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,8 @@ def test_every_option(gguf: Path, tmp_path: Path) -> None:
         (["--threads", "0"], "--threads 0 must be at least 1"),
         (["--ctx-size", "10"], "--ctx-size 10 is too small"),
         (["--parallel", "0"], "--parallel 0 must be at least 1"),
+        (["--temperature", "-1"], "--temperature -1.0 is not between 0 and 2"),
+        (["--temperature", "nan"], "--temperature nan is not between 0 and 2"),
         (["--port", "eighty"], "invalid int value: 'eighty'"),
     ],
 )
@@ -97,6 +101,9 @@ def test_llama_cpp_parameters(gguf: Path) -> None:
     assert params.model_alias == {"m"}
     assert params.use_jinja is False
     assert params.ui is False
+    assert params.sampling.temp == 0.0  # llama.cpp's own default is 0.8
+    args = parse_args(["--model", str(gguf), "--temperature", "0.5"])
+    assert server_params(args).sampling.temp == 0.5
 
 
 def _launch(*args: str) -> subprocess.CompletedProcess[str]:

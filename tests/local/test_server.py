@@ -77,6 +77,15 @@ def test_a_chosen_openmp_policy_is_kept(gguf: Path, fake_llama: pytest.MonkeyPat
         assert server.props["omp_wait_policy"] == "ACTIVE"
 
 
+def test_requests_without_a_temperature_are_greedy_unless_chosen(
+    gguf: Path, fake_llama: pytest.MonkeyPatch
+) -> None:
+    with EmbeddedServer(gguf, launcher=FAKE_LAUNCHER) as server:
+        assert server.props["default_generation_settings"]["params"]["temperature"] == 0.0
+    with EmbeddedServer(gguf, launcher=FAKE_LAUNCHER, temperature=0.8) as server:
+        assert server.props["default_generation_settings"]["params"]["temperature"] == 0.8
+
+
 def test_context_manager_and_explicit_port(gguf: Path, fake_llama: pytest.MonkeyPatch) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -160,6 +160,28 @@ def test_server_reports_its_model_and_measured_facts(qwen: EmbeddedServer) -> No
     }
 
 
+def test_a_request_without_temperature_is_answered_greedily(qwen: EmbeddedServer) -> None:
+    """The embedded server samples at 0 when the caller sends no temperature (llama.cpp's
+    own default, 0.8, gave the chat's 0.5B wrong answers after right calls); a caller's
+    own temperature still wins, which the sampled replies show."""
+    body = {
+        "model": qwen.model,
+        "messages": [{"role": "user", "content": "Write one sentence about the sea."}],
+        "max_tokens": 24,
+    }
+
+    def replies(**extra: Any) -> set[str]:
+        return {
+            httpx.post(
+                f"{qwen.base_url}/chat/completions", json={**body, **extra}, timeout=300
+            ).json()["choices"][0]["message"]["content"]
+            for _ in range(3)
+        }
+
+    assert len(replies()) == 1
+    assert len(replies(temperature=1.5)) > 1
+
+
 def test_native_tools_come_back_as_text_in_content(qwen: EmbeddedServer) -> None:
     """Why native_tools is "no": llama.cpp accepts ``tools`` but returns no ``tool_calls``;
     the model writes the call as fenced JSON in ``content``. If a llama.cpp update starts

@@ -59,7 +59,8 @@ class EmbeddedServer:
     the file name). ``log_path`` keeps llama.cpp's log (default: a temporary file, removed by
     a clean ``stop()``). ``parallel`` request slots share ``ctx_size``. ``jinja=False`` uses
     llama.cpp's built-in templates, which reject ``tools`` (as ``llama-server`` without
-    ``--jinja`` does). ``launcher`` is the command that runs the launcher (default
+    ``--jinja`` does). ``temperature`` is the sampling temperature of a request that sends none
+    (default: the launcher's, 0, greedy). ``launcher`` is the command that runs the launcher (default
     ``python -m toolshim.local.launcher``); its arguments are appended.
     """
 
@@ -76,6 +77,7 @@ class EmbeddedServer:
         *,
         parallel: int = 1,
         jinja: bool = True,
+        temperature: float | None = None,
         launcher: Sequence[str] | None = None,
     ) -> None:
         self.model_path = Path(model_path)
@@ -88,6 +90,7 @@ class EmbeddedServer:
         self.startup_timeout = startup_timeout
         self.parallel = parallel
         self.jinja = jinja
+        self.temperature = temperature
         self.launcher = list(launcher) if launcher else [sys.executable, *_LAUNCHER]
         self._log_path = Path(log_path) if log_path is not None else None
         self._own_log = False
@@ -145,6 +148,8 @@ class EmbeddedServer:
         cmd += ["--parent-pid", str(os.getpid())]
         if self.threads is not None:
             cmd += ["--threads", str(self.threads)]
+        if self.temperature is not None:
+            cmd += ["--temperature", str(self.temperature)]
         if not self.jinja:
             cmd.append("--no-jinja")
         if kill_with_parent:

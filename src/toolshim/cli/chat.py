@@ -97,7 +97,11 @@ def chat(
     upstream_api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
         float | None,
-        typer.Option(help="Sampling temperature sent with every request.", show_default=False),
+        typer.Option(
+            help="Sampling temperature sent with every request "
+            "\\[none sent: the upstream's default; the embedded model's is 0].",
+            show_default=False,
+        ),
     ] = None,
     max_turns: Annotated[
         int, typer.Option(help="Model turns per question (tool rounds included).", min=1)

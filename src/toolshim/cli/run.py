@@ -105,7 +105,11 @@ def run_command(
     api_key: UpstreamApiKeyOption = None,
     temperature: Annotated[
         float | None,
-        typer.Option("--temperature", help="Sampling temperature sent with every request."),
+        typer.Option(
+            "--temperature",
+            help="Sampling temperature sent with every request "
+            "\\[none sent: the upstream's default; the embedded model's is 0].",
+        ),
     ] = None,
     as_json: Annotated[
         bool,

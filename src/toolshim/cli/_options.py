@@ -15,6 +15,7 @@ __all__ = [
     "ModelFileOption",
     "RegistryOption",
     "StrategyOption",
+    "TemperatureOption",
     "TimeoutOption",
     "TotalTimeoutOption",
     "UpstreamApiKeyOption",
@@ -136,5 +137,14 @@ DefaultMaxTokensOption = Annotated[
         help="max_tokens for an emulated request that sets none, so that a model looping on "
         "its own output stops (0: no cap).",
         min=0,
+    ),
+]
+TemperatureOption = Annotated[
+    float | None,
+    typer.Option(
+        "--temperature",
+        help="Sampling temperature sent with every request "
+        "\\[none sent: the upstream's default; the embedded model's is 0].",
+        show_default=False,
     ),
 ]

@@ -25,6 +25,7 @@ from toolshim.cli._options import (
     ModeOption,
     RegistryOption,
     StrategyOption,
+    TemperatureOption,
     TimeoutOption,
     UpstreamApiKeyOption,
     UpstreamOption,
@@ -95,14 +96,7 @@ def chat(
     strategy: StrategyOption = None,
     registry: RegistryOption = None,
     upstream_api_key: UpstreamApiKeyOption = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(
-            help="Sampling temperature sent with every request "
-            "\\[none sent: the upstream's default; the embedded model's is 0].",
-            show_default=False,
-        ),
-    ] = None,
+    temperature: TemperatureOption = None,
     max_turns: Annotated[
         int, typer.Option(help="Model turns per question (tool rounds included).", min=1)
     ] = 10,

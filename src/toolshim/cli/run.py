@@ -30,6 +30,7 @@ from toolshim.cli._options import (
     DialectOption,
     RegistryOption,
     StrategyOption,
+    TemperatureOption,
     UpstreamApiKeyOption,
     UpstreamOption,
 )
@@ -103,14 +104,7 @@ def run_command(
     strategy: StrategyOption = None,
     registry: RegistryOption = None,
     api_key: UpstreamApiKeyOption = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--temperature",
-            help="Sampling temperature sent with every request "
-            "\\[none sent: the upstream's default; the embedded model's is 0].",
-        ),
-    ] = None,
+    temperature: TemperatureOption = None,
     as_json: Annotated[
         bool,
         typer.Option(

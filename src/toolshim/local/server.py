@@ -60,8 +60,8 @@ class EmbeddedServer:
     a clean ``stop()``). ``parallel`` request slots share ``ctx_size``. ``jinja=False`` uses
     llama.cpp's built-in templates, which reject ``tools`` (as ``llama-server`` without
     ``--jinja`` does). ``temperature`` is the sampling temperature of a request that sends none
-    (default: the launcher's, 0, greedy). ``launcher`` is the command that runs the launcher (default
-    ``python -m toolshim.local.launcher``); its arguments are appended.
+    (default: the launcher's, 0, greedy). ``launcher`` is the command that runs the launcher
+    (default ``python -m toolshim.local.launcher``); its arguments are appended.
     """
 
     def __init__(

@@ -135,6 +135,47 @@ class UpstreamStatusError(UpstreamError):
         self.code = upstream_code
         self.param = upstream_param
 
+    @property
+    def context_overflow(self) -> bool:
+        """The upstream refused the request as longer than the model's context window
+        (llama-server's ``exceed_context_size_error``, OpenAI's and vLLM's
+        ``context_length_exceeded`` or their wording)."""
+        if self.status not in (400, 413, 422, 500):
+            return False
+        labels = f"{self.error_type} {self.code or ''}".lower()
+        if "exceed_context_size" in labels or "context_length_exceeded" in labels:
+            return True
+        text = self.upstream_message.lower()
+        return any(words in text for words in _CONTEXT_WORDS)
+
+    def with_context_hint(self, hint: str) -> UpstreamStatusError:
+        """This error, when it is a :attr:`context_overflow`, with ``hint`` (how to make room)
+        after the upstream's message and OpenAI's ``context_length_exceeded`` code; any other
+        error unchanged."""
+        if not self.context_overflow or hint in self.upstream_message:
+            return self
+        error = UpstreamStatusError(
+            f"{self.upstream_message.rstrip()} {hint}",
+            status=400,
+            body=self.body,
+            url=self.url,
+            upstream_type="invalid_request_error",
+            upstream_code="context_length_exceeded",
+            upstream_param="messages",
+            retry_after=self.retry_after,
+        )
+        error.meta = self.meta
+        return error
+
+
+_CONTEXT_WORDS = (
+    "exceeds the available context size",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+)
+
 
 class UpstreamConnectionError(UpstreamError):
     """The upstream could not be reached (refused, DNS, reset).

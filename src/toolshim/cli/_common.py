@@ -73,11 +73,32 @@ def registry_key(upstream: str) -> str:
     return text if text.startswith(EMBEDDED_KEY_PREFIX) else normalize_base_url(text)
 
 
-def check_upstream_choice(upstream: str | None, model_file: Path | None) -> None:
-    """ConfigError when both ``--upstream`` and ``--model-file`` are given, the URL is malformed
-    or the file is missing."""
-    if upstream and model_file:
-        raise ConfigError("--upstream and --model-file are alternatives; pass one of them")
+def check_upstream_choice(
+    upstream: str | None, model_file: Path | None, local_model: str | None = None
+) -> None:
+    """ConfigError when more than one of ``--upstream``, ``--model-file`` and
+    ``--local-model`` is given, the URL is malformed, the file is missing or the model is not
+    one toolshim knows."""
+    given = [
+        flag
+        for flag, value in (
+            ("--upstream", upstream),
+            ("--model-file", model_file),
+            ("--local-model", local_model),
+        )
+        if value
+    ]
+    if len(given) > 1:
+        raise ConfigError(f"{' and '.join(given)} are alternatives; pass one of them")
+    if local_model:
+        from toolshim.local.model import KNOWN_MODELS
+
+        if local_model.strip().lower() not in KNOWN_MODELS:
+            raise ConfigError(
+                f"unknown local model {local_model!r}; known models: "
+                f"{', '.join(sorted(KNOWN_MODELS))} (see `toolshim models local`)",
+                param="local_model",
+            )
     if upstream:
         normalize_base_url(upstream)  # a malformed URL fails here, before anything starts
     if model_file is not None and not model_file.is_file():
@@ -96,6 +117,21 @@ class UpstreamTarget:
     """``base_url`` for a server given by URL; ``embedded://<file>`` for the embedded model."""
     model: str | None = None
     """The model the embedded server serves (None for a server given by URL)."""
+    ctx_size: int | None = None
+    """The embedded server's context window in tokens (None for a server given by URL)."""
+
+    @property
+    def context_hint(self) -> str:
+        """What to do about a request over the model's context, for the error the caller gets."""
+        if self.ctx_size is not None:
+            return (
+                f"The embedded model was started with a {self.ctx_size}-token context: "
+                "restart toolshim with a larger --ctx-size (or TOOLSHIM_CTX_SIZE)."
+            )
+        return (
+            "Raise the upstream's context window (llama-server --ctx-size, Ollama "
+            "OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len)."
+        )
 
     @property
     def embedded(self) -> bool:
@@ -110,14 +146,16 @@ def upstream_target(
     console: Console,
     *,
     local_model: str | None = None,
-    ctx_size: int = 8192,
+    ctx_size: int | None = None,
     threads: int | None = None,
 ) -> Iterator[UpstreamTarget]:
     """The server at ``upstream``; else the embedded model, started here and stopped at the end.
 
     The embedded model is ``model_file``, else the known model ``local_model``, else the
     default one (a known model is assembled on first use). What its server says about it is
-    recorded in ``registry`` (if given) under its stable key. Raises LocalModelError (a
+    recorded in ``registry`` (if given) under its stable key. Its context is ``ctx_size``, else
+    what a known model was trained for (:data:`toolshim.local.DEFAULT_CONTEXT` for another
+    file). Raises LocalModelError (a
     missing model part, xllamacpp not installed, a server that does not start), whose message
     says how to fix it; print :data:`EMBEDDED_HINT` under it.
     """
@@ -126,6 +164,7 @@ def upstream_target(
         yield UpstreamTarget(base_url, base_url)
         return
     from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
+    from toolshim.local.model import embedded_context
 
     if model_file is not None:
         path = model_file
@@ -133,6 +172,7 @@ def upstream_target(
         path = ensure_model(local_model, progress=True)
     else:
         path = ensure_default_model(progress=True)
+    ctx_size = ctx_size or embedded_context(path)
     console.print(f"[dim]starting the embedded model {escape(path.name)} (ctx {ctx_size}) …[/]")
     server = EmbeddedServer(path, ctx_size=ctx_size, threads=threads)
     server.start()
@@ -143,7 +183,7 @@ def upstream_target(
             f"[dim]embedded model {escape(repr(server.model))} at {escape(server.base_url)} "
             f"(its facts are kept as {escape(server.key)})[/]"
         )
-        yield UpstreamTarget(server.base_url, server.key, server.model)
+        yield UpstreamTarget(server.base_url, server.key, server.model, ctx_size)
     finally:
         console.print("[dim]stopping the embedded model …[/]")
         server.stop()

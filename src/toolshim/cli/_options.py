@@ -9,8 +9,10 @@ import typer
 
 __all__ = [
     "ConnectTimeoutOption",
+    "CtxSizeOption",
     "DefaultMaxTokensOption",
     "DialectOption",
+    "LocalModelOption",
     "ModeOption",
     "ModelFileOption",
     "RegistryOption",
@@ -45,6 +47,29 @@ ModelFileOption = Annotated[
         "--model-file",
         envvar="TOOLSHIM_MODEL_FILE",
         help="Use this .gguf file with the embedded llama.cpp server instead of an upstream.",
+        show_default=False,
+    ),
+]
+LocalModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--local-model",
+        envvar="TOOLSHIM_LOCAL_MODEL",
+        help="Serve a known embedded model by name instead of the default "
+        "qwen2.5-coder-0.5b, e.g. qwen2.5-coder-1.5b (`toolshim models local` lists them and "
+        "the extra that installs each).",
+        show_default=False,
+    ),
+]
+CtxSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--ctx-size",
+        envvar="TOOLSHIM_CTX_SIZE",
+        min=512,
+        help="Context window of the embedded model, in tokens \\[default: what the model was "
+        "trained for, 32768 for the Qwen models]. Claude Code and Codex send 6-12k tokens "
+        "before their first word.",
         show_default=False,
     ),
 ]

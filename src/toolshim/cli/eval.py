@@ -220,8 +220,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         ctx_size: Annotated[
-            int, typer.Option("--ctx-size", help="Context size of the embedded model.")
-        ] = 4096,
+            int | None,
+            typer.Option(
+                "--ctx-size",
+                help="Context size of the embedded model \\[bfcl and agent: 4096 a slot; "
+                "coding: what the model was trained for].",
+                show_default=False,
+            ),
+        ] = None,
         threads: Annotated[
             int | None,
             typer.Option(
@@ -313,7 +319,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--suite",
                 help="bfcl (single-turn BFCL cases) | agent (whole tool loops: call, result, "
-                "answer; --categories picks kinds: " + ", ".join(KINDS) + ").",
+                "answer; --categories picks kinds: " + ", ".join(KINDS) + ") | coding (Claude "
+                "Code and Codex CLI, headless, on small real tasks in fresh folders; --client, "
+                "--task; --baseline native runs the client straight to the model server).",
             ),
         ] = "bfcl",
         parallel: Annotated[
@@ -328,9 +336,31 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--max-turns", min=1, help="agent suite: model turns per task.")
         ] = 6,
         budget: Annotated[
-            float,
-            typer.Option("--budget", min=1, help="agent suite: seconds per task (else a hang)."),
-        ] = 300.0,
+            float | None,
+            typer.Option(
+                "--budget",
+                min=1,
+                help="agent and coding suites: seconds per task (else a hang) \\[agent 300, "
+                "coding 900].",
+                show_default=False,
+            ),
+        ] = None,
+        client: Annotated[
+            list[str] | None,
+            typer.Option("--client", help="coding suite: claude, codex (repeatable) \\[both]."),
+        ] = None,
+        task: Annotated[
+            list[str] | None,
+            typer.Option("--task", help="coding suite: run only these task ids (repeatable)."),
+        ] = None,
+        keep: Annotated[
+            Path | None,
+            typer.Option(
+                "--keep",
+                help="coding suite: keep each task's folder and the client's log under this "
+                "folder.",
+            ),
+        ] = None,
         apply: Annotated[
             bool,
             typer.Option(
@@ -366,6 +396,45 @@ def register(app: typer.Typer) -> None:
                     one_suite=one_suite,
                 )
 
+        if suite.strip().lower() == "coding":
+            from toolshim.cli.eval_coding import run_coding_suite
+
+            routes = ["toolshim"] + [
+                b.strip().lower() for b in _split(baseline) if b.strip().lower() != "none"
+            ]
+            if baseline is None:
+                routes.append("native")
+            coding_output = (
+                output if output != DEFAULT_OUTPUT else Path("toolshim-coding-eval.json")
+            )
+            serve_options: dict[str, Any] = {"max_reasks": max_reasks}
+            for name, values in (("mode", mode), ("dialect", dialect), ("strategy", strategy)):
+                if values:
+                    serve_options[name] = _split(values)[0]
+            try:
+                run_coding_suite(
+                    upstream=upstream,
+                    model_file=model_file,
+                    local_model=local_model,
+                    ctx_size=ctx_size,
+                    threads=threads,
+                    clients=_split(client),
+                    routes=list(dict.fromkeys(routes)),
+                    task_ids=_split(task),
+                    limit=limit if limit != 50 else 0,
+                    budget=budget or 900.0,
+                    max_turns=max_turns if max_turns != 6 else 12,
+                    output=coding_output,
+                    resume=resume,
+                    report_only=report_only,
+                    markdown=markdown,
+                    keep=keep,
+                    serve_options=serve_options,
+                )
+            except ToolshimError as exc:
+                err_console.print(Text.assemble(("error: ", "red"), exc.message))
+                raise typer.Exit(2) from exc
+            return
         if suite.strip().lower() == "agent":
             from toolshim.cli.eval_agent import run_agent_suite
 
@@ -374,7 +443,7 @@ def register(app: typer.Typer) -> None:
                 model=model,
                 model_file=model_file,
                 local_model=local_model,
-                ctx_size=ctx_size,
+                ctx_size=ctx_size or 4096,
                 threads=threads,
                 api_key=api_key,
                 configs=_split(config),
@@ -387,7 +456,7 @@ def register(app: typer.Typer) -> None:
                 temperature=temperature,
                 max_reasks=max_reasks,
                 max_turns=max_turns,
-                budget=budget,
+                budget=budget or 300.0,
                 parallel=parallel,
                 output=output,
                 resume=resume,
@@ -398,7 +467,9 @@ def register(app: typer.Typer) -> None:
             return
         if suite.strip().lower() != "bfcl":
             err_console.print(
-                Text.assemble(("error: ", "red"), f"unknown suite {suite!r}; use bfcl or agent")
+                Text.assemble(
+                    ("error: ", "red"), f"unknown suite {suite!r}; use bfcl, agent or coding"
+                )
             )
             raise typer.Exit(2)
 
@@ -439,7 +510,7 @@ def register(app: typer.Typer) -> None:
             with (
                 sigterm_as_interrupt(),
                 upstream_for_eval(
-                    upstream, model_file, local_model, ctx_size, threads, parallel
+                    upstream, model_file, local_model, ctx_size or 4096, threads, parallel
                 ) as (
                     base_url,
                     served_model,

@@ -24,8 +24,10 @@ from toolshim.cli._common import (
 )
 from toolshim.cli._options import (
     ConnectTimeoutOption,
+    CtxSizeOption,
     DefaultMaxTokensOption,
     DialectOption,
+    LocalModelOption,
     ModelFileOption,
     ModeOption,
     RegistryOption,
@@ -51,13 +53,15 @@ _HELP = """Run the OpenAI-compatible proxy: point any OpenAI client at http://HO
 Requests with `tools` go to the upstream natively where the model supports them and are
 emulated where it does not (tools described in the prompt, calls parsed out of the text,
 validated, returned as real `tool_calls`). Without --upstream the embedded local model is
-served (it is assembled on first use).
+served (it is assembled on first use): the default qwen2.5-coder-0.5b, or --local-model
+qwen2.5-coder-1.5b, at the context it was trained for (--ctx-size).
+
+Endpoints: POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic: Claude Code),
+POST /v1/responses (OpenAI Responses: Codex CLI), GET /v1/models, GET /healthz, GET /metrics.
 
 Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks",
 "constrain"}) or the headers x-toolshim-mode / -strategy / -dialect / -max-reasks override
 these defaults.
-
-Endpoints: POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /metrics.
 
 Safe by default: it listens on 127.0.0.1; to listen on another address give it access keys
 (--auth-keys FILE), or waive them with --allow-unauthenticated on a trusted network. Every
@@ -76,6 +80,45 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def serve(
     upstream: UpstreamOption = None,
     model_file: ModelFileOption = None,
+    local_model: LocalModelOption = None,
+    ctx_size: CtxSizeOption = None,
+    model_alias: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-alias",
+            envvar="TOOLSHIM_MODEL_ALIAS",
+            help="PATTERN=MODEL (repeatable): a request for a model matching the shell-style "
+            "PATTERN goes to MODEL, e.g. 'claude-*=qwen2.5-coder:7b' for Claude Code in front "
+            "of Ollama. The first match wins; the embedded model serves every name already.",
+            show_default=False,
+        ),
+    ] = None,
+    offer_tools: Annotated[
+        str | None,
+        typer.Option(
+            "--offer-tools",
+            envvar="TOOLSHIM_OFFER_TOOLS",
+            help="Comma-separated tool names (shell patterns too) to offer the model when a "
+            "request has any of them; the rest are left out and named in the `toolshim` "
+            "warnings. `coding` stands for the tools coding agents read, write, edit and run "
+            "with (Claude Code's Bash, Read, Write, Edit, Glob, Grep; Codex's exec_command, "
+            "apply_patch; …); `all` offers every tool \\[default: coding on the embedded "
+            "model, all in front of an upstream].",
+            show_default=False,
+        ),
+    ] = None,
+    compact_tools: Annotated[
+        bool | None,
+        typer.Option(
+            "--compact-tools/--full-tools",
+            envvar="TOOLSHIM_COMPACT_TOOLS",
+            help="Describe emulated tools condensed (a description's first sentences, each "
+            "parameter's first) or in full \\[default: condensed when the request's schemas "
+            "are over 8,000 characters, as Claude Code's are]. Calls are checked against the "
+            "full schemas either way.",
+            show_default=False,
+        ),
+    ] = None,
     mode: ModeOption = "auto",
     strategy: StrategyOption = None,
     dialect: DialectOption = None,
@@ -233,6 +276,7 @@ def serve(
     from toolshim.server import configure_logging, create_app
     from toolshim.server.auth import AccessKeys
     from toolshim.server.limits import Limits
+    from toolshim.server.model_aliases import parse_model_aliases
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -240,8 +284,15 @@ def serve(
     secrets = (upstream_api_key or "", *credential_values(url=upstream or ""))
     try:
         configure_logging(log_level, secrets=secrets)
-        EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
-        check_upstream_choice(upstream, model_file)
+        EngineOptions.build(
+            mode=mode,
+            strategy=strategy,
+            dialect=dialect,
+            max_reasks=max_reasks,
+            offer_tools=offer_tools,
+        )
+        check_upstream_choice(upstream, model_file, local_model)
+        aliases = parse_model_aliases(model_alias or ())
         keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
         limits = Limits(
             max_body_bytes=parse_size(max_body_size, "--max-body-size"),
@@ -268,7 +319,9 @@ def serve(
     previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         store = open_registry(registry, err)
-        with upstream_target(upstream, model_file, store, err) as target:
+        with upstream_target(
+            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
+        ) as target:
             client = AiohttpUpstream(
                 target.base_url,
                 key=target.key,
@@ -289,16 +342,29 @@ def serve(
                 registry=store,
                 learn=learn,
                 default_max_tokens=default_max_tokens or None,
+                offer_tools=offer_tools or (EMBEDDED_OFFER if target.embedded else None),
+                compact_tools=compact_tools,
             )
             app = create_app(
                 engine,
                 upstream_api_key=upstream_api_key,
                 default_model=target.model,
                 pin_model=target.embedded,
+                model_aliases=aliases,
+                context_hint=target.context_hint,
                 limits=limits,
                 auth_keys=keys,
             )
             _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
+            for alias in aliases:
+                typer.echo(f"  model alias: {alias.pattern} -> {alias.target}")
+            if engine.options.offer_tools:
+                shown = ", ".join(engine.options.offer_tools[:8])
+                more = len(engine.options.offer_tools) - 8
+                typer.echo(
+                    f"  tools offered: {shown}{f' and {more} more' if more > 0 else ''} "
+                    "(when a request has any of them; --offer-tools all for every tool)"
+                )
             if not target.embedded:
                 _warn_if_unreachable(target.base_url, upstream_api_key, err, secrets)
             _run(app, sock, log_level)
@@ -312,6 +378,11 @@ def serve(
         signal.signal(signal.SIGTERM, previous_sigterm)
         sock.close()
     typer.echo("toolshim: stopped", err=True)
+
+
+EMBEDDED_OFFER = "coding"
+"""What the embedded (small) models are offered when a request has coding tools (Claude Code,
+Codex): the tools that read, write, edit and run; a sub-agent or a scheduler is beyond them."""
 
 
 def _warn_if_unreachable(
@@ -363,7 +434,10 @@ def _banner(
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"toolshim proxy listening on http://{shown}:{port}/v1", color=False)
     if target.embedded:
-        typer.echo(f"  upstream: embedded model {target.model!r} at {target.base_url}")
+        typer.echo(
+            f"  upstream: embedded model {target.model!r} at {target.base_url} "
+            f"(context {target.ctx_size} tokens; every model name is served by it)"
+        )
     else:
         typer.echo(f"  upstream: {url_without_credentials(target.base_url)}")
     typer.echo(f"  mode: {mode}  (metrics: /metrics, health: /healthz)")

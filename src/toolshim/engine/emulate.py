@@ -29,6 +29,7 @@ from toolshim.engine.call_checks import (
     repeat_problems,
     repeat_stops,
 )
+from toolshim.engine.focus import condense_tools
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import answer_without_calls
@@ -62,7 +63,8 @@ def emulation_body(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        text = rendered_tools(turn.dialect, tools, turn.prompt_options)
+        shown = condense_tools(tools) if turn.compact else tools
+        text = rendered_tools(turn.dialect, shown, turn.prompt_options)
     if text is None and turn.results_in:
         history = fold_results(request.messages, turn.dialect)  # an answer from the results
     else:

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -30,13 +30,14 @@ from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulate, emulation_body
+from toolshim.engine.focus import COMPACT_OVER, focus_tools, left_out_warning, schema_size
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import inspect_tools
-from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
+from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai import parse_request, request_to_body
@@ -79,6 +80,8 @@ class Engine:
         api_key: str | None = None,
         learn: bool = True,
         default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        offer_tools: str | Sequence[str] | None = None,
+        compact_tools: bool | None = None,
     ) -> None:
         if upstream is None:
             upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
@@ -101,6 +104,8 @@ class Engine:
             rescue=rescue,
             constrain=constrain,
             default_max_tokens=default_max_tokens,
+            offer_tools=offer_tools,
+            compact_tools=compact_tools,
         )
         if isinstance(registry, Registry):
             self.registry = registry
@@ -234,6 +239,9 @@ class Engine:
         chat = parse_request(request)
         schema_notes = inspect_tools(chat.tools)  # caller schemas: local $refs, bounded
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
+        chat, left_out = focus_tools(chat, options.offer_tools)
+        if left_out:
+            schema_notes = (*schema_notes, left_out_warning(left_out))
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
         dialect = get_dialect(dialect_name)
@@ -262,6 +270,7 @@ class Engine:
             prefill=self.registry.supports(key, chat.model, "prefill"),
             doubt=self.registry.supports(key, chat.model, "doubt"),
             markup=_family_markup(chat.model),
+            compact=_compact(options.compact_tools, chat.function_tools),
         )
         for note in schema_notes:
             turn.warn(note)
@@ -415,6 +424,11 @@ class Engine:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def _compact(setting: bool | None, tools: Sequence[ToolSpec]) -> bool:
+    """Condense the tools in the prompt: as set, else when their schemas are long."""
+    return setting if setting is not None else schema_size(tools) > COMPACT_OVER
 
 
 def _family_markup(model: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,6 +55,12 @@ class EngineOptions:
     honours ``response_format`` (fact ``structured_output``); True/False force it."""
     default_max_tokens: int | None = DEFAULT_MAX_TOKENS
     """``max_tokens`` for emulated requests that set none (None: no cap)."""
+    offer_tools: tuple[str, ...] | None = None
+    """Offer the model only these tools (names or shell patterns) when a request has any of
+    them; the others are left out and named in the warnings (:mod:`.focus`). None: all."""
+    compact_tools: bool | None = None
+    """Condense the tools' schemas in emulated prompts: None when they are longer than
+    :data:`toolshim.engine.focus.COMPACT_OVER` characters."""
 
     def __post_init__(self) -> None:
         if self.default_max_tokens is not None and self.default_max_tokens < 1:
@@ -83,7 +89,11 @@ class EngineOptions:
         rescue: bool = True,
         constrain: bool | None = None,
         default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        offer_tools: str | Sequence[str] | None = None,
+        compact_tools: bool | None = None,
     ) -> EngineOptions:
+        from toolshim.engine.focus import parse_offer_tools
+
         return cls(
             parse_mode(mode),
             parse_strategy(strategy) if strategy else None,
@@ -92,6 +102,8 @@ class EngineOptions:
             rescue,
             constrain,
             default_max_tokens,
+            parse_offer_tools(offer_tools),
+            compact_tools,
         )
 
     def override(self, values: Mapping[str, Any] | None) -> EngineOptions:

@@ -64,6 +64,8 @@ class Turn:
     markup: str | None = None
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""
+    compact: bool = False
+    """Show the model the tools' schemas condensed (:func:`toolshim.engine.focus.condense_tools`)."""
     llm_calls: int = 0
     reasks: int = 0
     emulated: bool = False

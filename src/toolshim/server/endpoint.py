@@ -13,7 +13,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from toolshim.engine import Answer, Engine
-from toolshim.errors import ToolCallError, ToolshimError
+from toolshim.errors import ToolCallError, ToolshimError, UpstreamStatusError
 from toolshim.server.asgi import (
     EMULATED_HEADER,
     DisconnectGuard,
@@ -30,6 +30,7 @@ from toolshim.server.asgi import (
 from toolshim.server.guard import KEY_NAME, cut_by_drain
 from toolshim.server.limits import Limits
 from toolshim.server.metrics import Metrics
+from toolshim.server.model_aliases import ModelAlias, resolve_model
 from toolshim.server.sse import SSEResponse
 from toolshim.types import Completion, Metadata, Mode, StreamChunk
 from toolshim.wire.base import Codec, StreamEncoder
@@ -65,10 +66,29 @@ class ServerSettings:
     """The model for requests that name none."""
     pin_model: bool = False
     """Send every request to ``default_model`` whatever it names (a one-model upstream)."""
+    model_aliases: tuple[ModelAlias, ...] = ()
+    """Requests naming a model that matches an alias go to its target (``--model-alias``)."""
+    context_hint: str | None = None
+    """Added to the error a request over the model's context gets: how to make room."""
     health_timeout: float = 2.0
     """Seconds ``/healthz`` waits for the upstream."""
     limits: Limits = field(default_factory=Limits)
     """Sizes, counts and deadlines every request is held to."""
+
+    def choose_model(self, payload: dict[str, Any]) -> None:
+        """Set the request's ``model`` to the one that serves it (pinned, alias, default)."""
+        model = resolve_model(
+            payload.get("model"), self.model_aliases, self.default_model, self.pin_model
+        )
+        if model is not None:
+            payload["model"] = model
+
+    def explain(self, exc: Exception) -> Exception:
+        """``exc`` as the caller should get it: a request over the model's context window
+        also says how to make room (:attr:`context_hint`)."""
+        if isinstance(exc, UpstreamStatusError) and self.context_hint:
+            return exc.with_context_hint(self.context_hint)
+        return exc
 
 
 class ProtocolEndpoint:
@@ -99,7 +119,7 @@ class ProtocolEndpoint:
                 return
             payload = decode_json_object(body)
             self.settings.limits.check_payload(payload)
-            self._choose_model(payload)
+            self.settings.choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
             decoded = self.codec.decode(payload)
             overrides = {**decoded.overrides, **overrides}
@@ -183,6 +203,7 @@ class ProtocolEndpoint:
         except Exception as exc:
             # Headers are sent: the error travels as an event (with the turn's metadata beside
             # it, as on an error response), then the stream ends.
+            exc = self.settings.explain(exc)
             status = exc.status if isinstance(exc, ToolshimError) else 500
             log_failure(exc, status)
             outcome = "error"
@@ -204,11 +225,6 @@ class ProtocolEndpoint:
 
     # -- bookkeeping --------------------------------------------------------------------------
 
-    def _choose_model(self, payload: dict[str, Any]) -> None:
-        model = self.settings.default_model
-        if model and (self.settings.pin_model or not payload.get("model")):
-            payload["model"] = model
-
     async def _failed(
         self,
         send: Send,
@@ -218,6 +234,7 @@ class ProtocolEndpoint:
         started: float,
         stream: bool,
     ) -> None:
+        exc = self.settings.explain(exc)
         status, body = self.codec.error(exc)
         log_failure(exc, status)
         retry_after = getattr(exc, "retry_after", None)

@@ -64,10 +64,7 @@ class CountTokens:
             if body is None:
                 return
             payload = decode_json_object(body)
-            if self.settings.default_model and (
-                self.settings.pin_model or not payload.get("model")
-            ):
-                payload["model"] = self.settings.default_model
+            self.settings.choose_model(payload)
             self.settings.limits.check_payload(payload)
             request = self.codec.decode(payload).request
             text = request_text(request)

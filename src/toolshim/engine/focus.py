@@ -1,0 +1,189 @@
+"""What a small model is shown of a long tool list: only the tools an operator lists, and
+schemas condensed for the prompt.
+
+Coding agents send many tools with long descriptions: Claude Code 2.1 sends 14 (33,000
+characters of schema: ``Agent``, ``Workflow``, ``ScheduleWakeup`` … beside ``Bash``, ``Read``,
+``Write`` and ``Edit``), Codex 0.171 eight. Rendered into an emulated prompt that is 12,000
+tokens a small model reads on every turn (minutes on a CPU) and most of it is about tools it
+cannot use well; the 0.5B then called a tool named ``Greeting``.
+
+* :func:`focus_tools` keeps the tools ``offer_tools`` names (names or shell patterns; the word
+  ``coding`` stands for :data:`CODING_TOOLS`, the tools that read, write, edit and run) when
+  the request has at least one of them, and says which it left out. A request with none of
+  them keeps all its tools: an application's own tools are never dropped for a list written
+  for coding agents.
+* :func:`condense_tools` shortens what the prompt says of each tool: a description's first
+  sentences, a parameter's first sentence, no examples. Names, types, enums, required
+  parameters and nested structure stay whole. Calls are still checked against the caller's
+  full schemas.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from toolshim.types import ChatRequest, ToolSpec
+
+__all__ = [
+    "CODING_TOOLS",
+    "COMPACT_OVER",
+    "condense_tools",
+    "focus_tools",
+    "left_out_warning",
+    "parse_offer_tools",
+    "schema_size",
+]
+
+CODING_TOOLS = (
+    # Claude Code
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Glob",
+    "Grep",
+    "LS",
+    # Codex CLI
+    "exec_command",
+    "shell",
+    "apply_patch",
+    # OpenCode, Aider-style and other agents
+    "bash",
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "list",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_files",
+    "run_command",
+    "run_shell_command",
+)
+"""What ``--offer-tools coding`` keeps: the tools of coding agents that read, write, edit and
+run, by the names the common agents give them."""
+
+COMPACT_OVER = 8000
+"""Tool schemas longer than this (characters of JSON, all tools together) are condensed for the
+prompt unless told otherwise: Claude Code's are 33,000; one weather tool is 300."""
+
+_DESCRIPTION_LIMIT = 320
+_PARAMETER_LIMIT = 140
+_DROPPED_KEYS = frozenset({"examples", "example", "$comment", "$schema", "title"})
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n\s*\n")
+
+
+def parse_offer_tools(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--offer-tools`` as a tuple of names and patterns (``coding`` expanded); None or
+    ``all`` (or an empty value) mean every tool."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else [p for v in value for p in v.split(",")]
+    names: list[str] = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        if item.lower() == "all":
+            return None
+        names.extend(CODING_TOOLS if item.lower() == "coding" else [item])
+    return tuple(dict.fromkeys(names)) or None
+
+
+def _offered(name: str, patterns: Sequence[str]) -> bool:
+    return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def focus_tools(
+    request: ChatRequest, offer: Sequence[str] | None
+) -> tuple[ChatRequest, tuple[str, ...]]:
+    """The request with only the offered tools, and the names of those left out (see the
+    module docstring). A tool that ``tool_choice`` names is always kept."""
+    if not offer or not request.tools:
+        return request, ()
+    forced = request.choice.name if request.choice.kind == "function" else None
+    kept = [t for t in request.tools if _offered(t.name, offer) or t.name == forced]
+    if not kept or len(kept) == len(request.tools):
+        return request, ()
+    left = tuple(t.name for t in request.tools if t not in kept)
+    return replace(request, tools=tuple(kept)), left
+
+
+def left_out_warning(names: Sequence[str]) -> str:
+    """The warning that says which tools the model was not offered."""
+    shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return f"tools left out (not offered to the model, --offer-tools): {shown}"
+
+
+def schema_size(tools: Sequence[ToolSpec]) -> int:
+    """Characters of the tools' descriptions and parameter schemas, as JSON."""
+    total = 0
+    for tool in tools:
+        try:
+            total += len(tool.description) + len(json.dumps(tool.parameters, ensure_ascii=False))
+        except (TypeError, ValueError):
+            total += len(tool.description) + len(str(tool.parameters))
+    return total
+
+
+def condense_tools(tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """The tools as the prompt shows them when condensed (see the module docstring)."""
+    return tuple(
+        replace(
+            tool,
+            description=first_sentences(tool.description, _DESCRIPTION_LIMIT),
+            parameters=_condensed_schema(tool.parameters),
+        )
+        for tool in tools
+    )
+
+
+def first_sentences(text: str, limit: int) -> str:
+    """As many whole sentences of ``text`` as fit in ``limit`` characters (at least the first,
+    cut at a word if it alone is longer), white space collapsed."""
+    text = text.strip()
+    if len(text) <= limit:
+        return " ".join(text.split())
+    out = ""
+    for sentence in _SENTENCE_END.split(text):
+        sentence = " ".join(sentence.split())
+        if not sentence:
+            continue
+        joined = f"{out} {sentence}".strip()
+        if len(joined) > limit:
+            break
+        out = joined
+    if not out:
+        words = " ".join(text.split())[: limit - 1].rsplit(" ", 1)[0]
+        out = f"{words}…"
+    return out
+
+
+def _condensed_schema(schema: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _DROPPED_KEYS:
+            continue
+        if key == "description" and isinstance(value, str):
+            out[key] = first_sentences(value, _PARAMETER_LIMIT)
+        elif key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            out[key] = {
+                name: _condensed_schema(sub, depth + 1) if isinstance(sub, Mapping) else sub
+                for name, sub in value.items()
+            }
+        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+            out[key] = _condensed_schema(value, depth + 1)
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+            out[key] = [
+                _condensed_schema(v, depth + 1) if isinstance(v, Mapping) else v for v in value
+            ]
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,133 @@
+"""A long tool list shown to a small model: only the offered tools, condensed schemas, and
+nothing left out without a warning. Against the engine with a recording fake upstream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.engine.focus import (
+    CODING_TOOLS,
+    condense_tools,
+    first_sentences,
+    parse_offer_tools,
+    schema_size,
+)
+from toolshim.testing import FunctionUpstream
+from toolshim.types import ToolSpec
+
+LONG = (
+    "Executes a given bash command and returns its output. The working directory persists "
+    "between commands. " + "IMPORTANT: this is a long paragraph of usage notes. " * 40
+)
+
+
+def tool(name: str, description: str = LONG, **properties: Any) -> dict[str, Any]:
+    props = properties or {
+        "command": {"type": "string", "description": "The command to run. " + "More. " * 30},
+        "timeout": {"type": "number", "description": "Optional timeout in ms.", "examples": [1]},
+        "mode": {"type": "string", "enum": ["fast", "slow"], "description": "How."},
+        "nested": {
+            "type": "object",
+            "properties": {"deep": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["deep"],
+        },
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": props, "required": ["command"]},
+        },
+    }
+
+
+CLAUDE_TOOLS = [tool(n) for n in ("Agent", "Bash", "Edit", "Read", "ScheduleWakeup", "Write")]
+
+
+def request(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "model": "small",
+        "messages": [{"role": "user", "content": "Create greeting.txt saying hi"}],
+        "tools": tools,
+    }
+
+
+async def served(tools: list[dict[str, Any]], **options: Any) -> tuple[str, list[str]]:
+    upstream = FunctionUpstream(lambda body: "I will do it.")
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=Registry(), **options)
+    completion = await engine.acomplete(request(tools))
+    system = upstream.history[0]["messages"][0]["content"]
+    return system, list(completion.meta.warnings)
+
+
+async def test_only_the_offered_tools_reach_the_prompt_and_the_rest_are_named() -> None:
+    system, warnings = await served(CLAUDE_TOOLS, offer_tools="coding")
+    assert '"name": "Bash"' in system and '"name": "Write"' in system
+    assert '"name": "Agent"' not in system and "ScheduleWakeup" not in system
+    (note,) = [w for w in warnings if w.startswith("tools left out")]
+    assert "Agent" in note and "ScheduleWakeup" in note and "Bash" not in note
+
+
+async def test_a_request_without_any_offered_tool_keeps_all_of_them() -> None:
+    tools = [tool("get_weather"), tool("get_time")]
+    system, warnings = await served(tools, offer_tools="coding")
+    assert '"name": "get_weather"' in system and '"name": "get_time"' in system
+    assert not [w for w in warnings if w.startswith("tools left out")]
+
+
+async def test_long_schemas_are_condensed_in_the_prompt_and_short_ones_are_not() -> None:
+    full, _ = await served(CLAUDE_TOOLS, compact_tools=False)
+    auto, _ = await served(CLAUDE_TOOLS)
+    assert len(auto) < len(full) / 2
+    assert full.count("long paragraph of usage notes") == 40 * len(CLAUDE_TOOLS)
+    assert auto.count("long paragraph of usage notes") <= 5 * len(CLAUDE_TOOLS)
+    short = [tool("get_weather", "Current weather for a city.", city={"type": "string"})]
+    assert schema_size([ToolSpec("x", LONG)]) > 0
+    plain, _ = await served(short, compact_tools=None)
+    forced, _ = await served(short, compact_tools=True)
+    assert plain == forced  # nothing to condense in a short schema
+
+
+def test_condensing_keeps_names_types_enums_required_and_nesting() -> None:
+    spec = ToolSpec("Bash", LONG, tool("Bash")["function"]["parameters"])
+    (short,) = condense_tools([spec])
+    assert short.description.startswith("Executes a given bash command and returns its output.")
+    assert len(short.description) <= 320
+    props = short.parameters["properties"]
+    assert list(props) == ["command", "timeout", "mode", "nested"]
+    assert props["mode"]["enum"] == ["fast", "slow"]
+    assert "examples" not in props["timeout"]
+    assert props["nested"]["properties"]["deep"] == {"type": "array", "items": {"type": "integer"}}
+    assert short.parameters["required"] == ["command"]
+    assert spec.parameters["properties"]["timeout"]["examples"] == [1]  # the caller's untouched
+
+
+async def test_calls_are_still_checked_against_the_full_schema() -> None:
+    call = {"tool_calls": [{"name": "Bash", "arguments": {"timeout": 5}}]}  # no command
+    upstream = FunctionUpstream(lambda body: json.dumps(call))
+    engine = Engine(upstream, mode="force", registry=Registry(), max_reasks=1)
+    completion = await engine.acomplete(request(CLAUDE_TOOLS))
+    assert completion.meta.reasks == 1
+    correction = json.dumps(upstream.history[1]["messages"][-1])
+    assert "command" in correction  # the required parameter the condensed prompt also shows
+    assert not completion.tool_calls
+
+
+def test_first_sentences_cut_at_sentence_ends_and_within_the_limit() -> None:
+    text = "One two. Three four five. Six."
+    assert first_sentences(text, 100) == text
+    assert first_sentences(text, 26) == "One two. Three four five."
+    assert first_sentences("x" * 50 + " y", 20).endswith("…")
+    assert len(first_sentences("word " * 100, 30)) <= 30
+
+
+def test_offer_tools_parses_names_patterns_coding_and_all() -> None:
+    assert parse_offer_tools("Bash, Read*") == ("Bash", "Read*")
+    assert parse_offer_tools("coding") == CODING_TOOLS
+    assert parse_offer_tools("all") is None
+    assert parse_offer_tools("") is None
+    assert parse_offer_tools(None) is None

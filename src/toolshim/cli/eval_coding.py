@@ -81,7 +81,11 @@ def run_coding_suite(
         return
     for client in chosen:
         err_console.print(f"[dim]{client.package}@{client.version}: {client.install()}[/]")
+    from toolshim.cli.serve import EMBEDDED_OFFER
     from toolshim.local.model import embedded_context
+
+    if upstream is None:  # as `toolshim serve` serves the embedded model
+        serve_options = {"offer_tools": EMBEDDED_OFFER, **serve_options}
 
     with ExitStack() as stack:
         stack.enter_context(sigterm_as_interrupt())

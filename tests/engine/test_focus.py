@@ -131,3 +131,42 @@ def test_offer_tools_parses_names_patterns_coding_and_all() -> None:
     assert parse_offer_tools("all") is None
     assert parse_offer_tools("") is None
     assert parse_offer_tools(None) is None
+
+
+CLAUDE_SYSTEM = "You are Claude Code. " + "Many rules about git, sub-agents and skills. " * 200
+CLAUDE_ENVIRONMENT = (
+    "# Environment\nYou have been invoked in the following environment: \n"
+    " - Primary working directory: /tmp/task\n - Is a git repository: false\n"
+    " - Platform: linux\n - Shell: bash\nThe following deferred tools are now available: X"
+)
+
+
+async def test_a_coding_agents_instructions_become_a_brief_with_its_environment() -> None:
+    upstream = FunctionUpstream(lambda body: "Done.")
+    engine = Engine(upstream, mode="force", registry=Registry(), offer_tools="coding")
+    body = request(CLAUDE_TOOLS)
+    body["messages"] = [
+        {"role": "system", "content": CLAUDE_SYSTEM},
+        *body["messages"],
+        {"role": "system", "content": CLAUDE_ENVIRONMENT},
+    ]
+    completion = await engine.acomplete(body)
+    system = upstream.history[0]["messages"][0]["content"]
+    assert system.startswith("You are a coding agent")
+    assert "Primary working directory: /tmp/task" in system and "Platform: linux" in system
+    assert "sub-agents" not in system and "deferred tools" not in system
+    (note,) = [w for w in completion.meta.warnings if w.startswith("system prompt condensed")]
+    assert str(len(CLAUDE_SYSTEM)) not in note  # the count is of what was left out, not zero
+    users = [m for m in upstream.history[0]["messages"] if m["role"] == "user"]
+    assert "Create greeting.txt" in users[0]["content"]  # the user's words are all kept
+
+
+async def test_full_system_and_unfocused_requests_keep_the_callers_instructions() -> None:
+    for options in ({"offer_tools": "coding", "brief_system": False}, {}):
+        upstream = FunctionUpstream(lambda body: "Done.")
+        engine = Engine(upstream, mode="force", registry=Registry(), **options)
+        body = request(CLAUDE_TOOLS)
+        body["messages"] = [{"role": "system", "content": CLAUDE_SYSTEM}, *body["messages"]]
+        completion = await engine.acomplete(body)
+        assert CLAUDE_SYSTEM in upstream.history[0]["messages"][0]["content"]
+        assert not [w for w in completion.meta.warnings if w.startswith("system prompt")]

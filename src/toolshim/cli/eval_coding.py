@@ -89,6 +89,8 @@ def run_coding_suite(
 
     with ExitStack() as stack:
         stack.enter_context(sigterm_as_interrupt())
+        if keep is not None:
+            _log_to(keep / "toolshim.log", stack)
         context = ctx_size
         if context is None and upstream is None:
             from toolshim.local import ensure_default_model, ensure_model
@@ -193,6 +195,22 @@ def _proxy(
         pin_model=model is not None,
         context_hint=target.context_hint,
     )
+
+
+def _log_to(path: Path, stack: ExitStack) -> None:
+    """toolshim's debug log (what went upstream, the model's raw text) into ``path``."""
+    import logging
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("toolshim")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    stack.callback(logger.setLevel, previous)
+    stack.callback(logger.removeHandler, handler)
+    stack.callback(handler.close)
 
 
 def _line(record: CodingRecord) -> str:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolshim.capabilities.discovery import (
@@ -165,6 +166,54 @@ def list_models(
                 "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
                 "`toolshim models probe MODEL` (one test request).[/]"
             )
+
+    _guard(run)
+
+
+@models_app.command("local")
+def local_models(as_json: JsonOpt = False) -> None:
+    """The embedded models toolshim can serve by name (`serve --local-model NAME`): size,
+    context, whether their parts are installed and assembled, and how to install them."""
+
+    def run() -> None:
+        from toolshim.local.model import DEFAULT_MODEL, KNOWN_MODELS, missing_packages, model_path
+
+        rows: list[dict[str, Any]] = []
+        for name, known in KNOWN_MODELS.items():
+            missing = missing_packages(name)
+            rows.append(
+                {
+                    "name": name,
+                    "description": known.description,
+                    "size_mb": round(known.size / 1e6),
+                    "context": known.context,
+                    "default": name == DEFAULT_MODEL,
+                    "installed": not missing,
+                    "assembled": model_path(name).is_file(),
+                    "install": known.install_hint,
+                }
+            )
+        if as_json:
+            print_json({"models": rows})
+            return
+        table = Table(
+            title="embedded models (toolshim serve --local-model NAME)", title_justify="left"
+        )
+        table.add_column("name", no_wrap=True)
+        for column in ("size", "context", "state", "about"):
+            table.add_column(column)
+        for row in rows:
+            if row["assembled"]:
+                state = "[green]ready[/]"
+            elif row["installed"]:
+                state = "installed (assembled on first use)"
+            else:
+                state = f"[yellow]{escape(row['install'])}[/]"
+            name = row["name"] + (" [dim](default)[/]" if row["default"] else "")
+            table.add_row(
+                name, f"{row['size_mb']} MB", str(row["context"]), state, row["description"]
+            )
+        out.print(table)
 
     _guard(run)
 

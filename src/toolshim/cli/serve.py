@@ -119,6 +119,18 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    brief_system: Annotated[
+        bool | None,
+        typer.Option(
+            "--brief-system/--full-system",
+            envvar="TOOLSHIM_BRIEF_SYSTEM",
+            help="Replace the client's system prompt with a short brief for a small model, "
+            "keeping its environment lines (working directory, platform, date), or send it in "
+            "full \\[default: brief where --offer-tools left tools out, so Claude Code's "
+            "16,000 characters of instructions do not reach a 0.5B model; full elsewhere].",
+            show_default=False,
+        ),
+    ] = None,
     mode: ModeOption = "auto",
     strategy: StrategyOption = None,
     dialect: DialectOption = None,
@@ -344,6 +356,7 @@ def serve(
                 default_max_tokens=default_max_tokens or None,
                 offer_tools=offer_tools or (EMBEDDED_OFFER if target.embedded else None),
                 compact_tools=compact_tools,
+                brief_system=brief_system,
             )
             app = create_app(
                 engine,

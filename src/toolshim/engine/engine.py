@@ -30,7 +30,14 @@ from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulate, emulation_body
-from toolshim.engine.focus import COMPACT_OVER, focus_tools, left_out_warning, schema_size
+from toolshim.engine.focus import (
+    COMPACT_OVER,
+    brief_system,
+    brief_warning,
+    focus_tools,
+    left_out_warning,
+    schema_size,
+)
 from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
@@ -82,6 +89,7 @@ class Engine:
         default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
         offer_tools: str | Sequence[str] | None = None,
         compact_tools: bool | None = None,
+        brief_system: bool | None = None,
     ) -> None:
         if upstream is None:
             upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
@@ -106,6 +114,7 @@ class Engine:
             default_max_tokens=default_max_tokens,
             offer_tools=offer_tools,
             compact_tools=compact_tools,
+            brief_system=brief_system,
         )
         if isinstance(registry, Registry):
             self.registry = registry
@@ -242,6 +251,11 @@ class Engine:
         chat, left_out = focus_tools(chat, options.offer_tools)
         if left_out:
             schema_notes = (*schema_notes, left_out_warning(left_out))
+        brief = options.brief_system
+        if brief or (brief is None and left_out):
+            chat, cut = brief_system(chat)
+            if cut:
+                schema_notes = (*schema_notes, brief_warning(cut))
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
         dialect = get_dialect(dialect_name)

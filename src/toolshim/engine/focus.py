@@ -12,6 +12,10 @@ cannot use well; the 0.5B then called a tool named ``Greeting``.
   the request has at least one of them, and says which it left out. A request with none of
   them keeps all its tools: an application's own tools are never dropped for a list written
   for coding agents.
+* :func:`brief_system` replaces a coding agent's own instructions (Claude Code's are 16,000
+  characters: sub-agents, skills, git etiquette, its deferred tools) with a short brief for a
+  small model, keeping the lines that say where it works (working directory, platform, shell,
+  date). Used where tools were left out for a small model, and said in the warnings.
 * :func:`condense_tools` shortens what the prompt says of each tool: a description's first
   sentences, a parameter's first sentence, no examples. Names, types, enums, required
   parameters and nested structure stay whole. Calls are still checked against the caller's
@@ -27,11 +31,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolshim.types import ChatRequest, ToolSpec
+from toolshim.types import ChatRequest, Message, ToolSpec
 
 __all__ = [
+    "BRIEF",
     "CODING_TOOLS",
     "COMPACT_OVER",
+    "brief_system",
+    "brief_warning",
     "condense_tools",
     "focus_tools",
     "left_out_warning",
@@ -81,6 +88,40 @@ _DROPPED_KEYS = frozenset({"examples", "example", "$comment", "$schema", "title"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n\s*\n")
 
 
+BRIEF = (
+    "You are a coding agent working on the user's files. Do what the user asks with the "
+    "tools: read a file before you change it, run commands to compute or check things, and "
+    "write or edit files to make changes. When a step needs the result of an earlier one (a "
+    "value read from a file, a command's output), make that call first, then use its result "
+    "in the next call. Use paths inside the working directory. When everything asked is done, "
+    "say so in one short sentence."
+)
+"""What a small model is told in place of a coding agent's own instructions."""
+
+_ENVIRONMENT = re.compile(
+    r"(?im)^[ \t-]*(?:primary working directory|working directory|cwd|platform|shell|"
+    r"os version|is a git repository|today'?s date|current date)\b[^\n]{0,200}$"
+    r"|<(cwd|shell|current_date|timezone)>[^<\n]{0,300}</\1>"
+)
+
+
+def brief_system(request: ChatRequest) -> tuple[ChatRequest, int]:
+    """The request with its system and developer messages replaced by :data:`BRIEF` and the
+    environment lines they held, and how many characters of instructions were left out (0:
+    unchanged, when there were none)."""
+    system = [m for m in request.messages if m.role in ("system", "developer")]
+    if not system:
+        return request, 0
+    text = "\n\n".join(m.text for m in system)
+    facts = list(dict.fromkeys(" ".join(m.group(0).split()) for m in _ENVIRONMENT.finditer(text)))
+    brief = BRIEF + (
+        "\n\nEnvironment:\n" + "\n".join(f"- {f.lstrip('- ')}" for f in facts) if facts else ""
+    )
+    kept = [m for m in request.messages if m.role not in ("system", "developer")]
+    messages = (Message("system", brief), *kept)
+    return replace(request, messages=messages), max(0, len(text) - len(brief))
+
+
 def parse_offer_tools(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """``--offer-tools`` as a tuple of names and patterns (``coding`` expanded); None or
     ``all`` (or an empty value) mean every tool."""
@@ -114,6 +155,14 @@ def focus_tools(
         return request, ()
     left = tuple(t.name for t in request.tools if t not in kept)
     return replace(request, tools=tuple(kept)), left
+
+
+def brief_warning(characters: int) -> str:
+    """The warning that says the caller's instructions were replaced by the brief."""
+    return (
+        f"system prompt condensed for a small model: {characters} characters of the client's "
+        "instructions left out, its environment lines kept (--full-system keeps them all)"
+    )
 
 
 def left_out_warning(names: Sequence[str]) -> str:

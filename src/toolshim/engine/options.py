@@ -58,6 +58,9 @@ class EngineOptions:
     offer_tools: tuple[str, ...] | None = None
     """Offer the model only these tools (names or shell patterns) when a request has any of
     them; the others are left out and named in the warnings (:mod:`.focus`). None: all."""
+    brief_system: bool | None = None
+    """Replace the caller's system prompt with a short brief and its environment lines
+    (:func:`toolshim.engine.focus.brief_system`): None when ``offer_tools`` left tools out."""
     compact_tools: bool | None = None
     """Condense the tools' schemas in emulated prompts: None when they are longer than
     :data:`toolshim.engine.focus.COMPACT_OVER` characters."""
@@ -91,6 +94,7 @@ class EngineOptions:
         default_max_tokens: int | None = DEFAULT_MAX_TOKENS,
         offer_tools: str | Sequence[str] | None = None,
         compact_tools: bool | None = None,
+        brief_system: bool | None = None,
     ) -> EngineOptions:
         from toolshim.engine.focus import parse_offer_tools
 
@@ -103,6 +107,7 @@ class EngineOptions:
             constrain,
             default_max_tokens,
             parse_offer_tools(offer_tools),
+            brief_system,
             compact_tools,
         )
 

@@ -140,7 +140,7 @@ def test_the_codex_config_points_at_the_proxy_with_long_timeouts(tmp_path: Path)
             {"errors": ["request (11782 tokens) exceeds the available context size"]},
             "context_overflow",
         ),
-        ({"warnings": ["unknown tool 'Greeting' re-asked"]}, "made_up_tool"),
+        ({"made_up_tool": True}, "made_up_tool"),
         (
             {"errors": ["tool_call_retries_exhausted: never produced a valid tool call"]},
             "malformed_call",
@@ -155,7 +155,8 @@ def test_failures_are_classified(facts: dict[str, Any], kind: str) -> None:
     given: dict[str, Any] = {
         "passed": False,
         "errors": [],
-        "warnings": [],
+        "warnings": ["tools left out (not offered to the model, --offer-tools): Agent"],
+        "made_up_tool": False,
         "tool_calls": 1,
         "needs_tool": True,
         "timed_out": False,

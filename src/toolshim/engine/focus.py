@@ -9,9 +9,9 @@ cannot use well; the 0.5B then called a tool named ``Greeting``.
 
 * :func:`focus_tools` keeps the tools ``offer_tools`` names (names or shell patterns; the word
   ``coding`` stands for :data:`CODING_TOOLS`, the tools that read, write, edit and run) when
-  the request has at least one of them, and says which it left out. A request with none of
-  them keeps all its tools: an application's own tools are never dropped for a list written
-  for coding agents.
+  the request has at least one of them, in the list's order, and says which it left out. A
+  request with none of them keeps all its tools: an application's own tools are never dropped
+  for a list written for coding agents.
 * :func:`brief_system` replaces a coding agent's own instructions (Claude Code's are 16,000
   characters: sub-agents, skills, git etiquette, its deferred tools) with a short brief for a
   small model, keeping the lines that say where it works (working directory, platform, shell,
@@ -154,7 +154,14 @@ def focus_tools(
     if not kept or len(kept) == len(request.tools):
         return request, ()
     left = tuple(t.name for t in request.tools if t not in kept)
+    kept.sort(key=lambda t: _rank(t.name, offer))
     return replace(request, tools=tuple(kept)), left
+
+
+def _rank(name: str, offer: Sequence[str]) -> int:
+    """Where ``name`` stands in the offer list: a small model leans to the tools it reads
+    first (the 0.5B took ``Edit``, listed before ``Write``, to create a file)."""
+    return next((i for i, p in enumerate(offer) if name == p or fnmatch.fnmatchcase(name, p)), 0)
 
 
 def brief_warning(characters: int) -> str:

@@ -129,13 +129,23 @@ def _quoted(text: str) -> str:
     return text
 
 
-def results_note(asked: bool) -> str:
-    """What to do once results are in, with tools still offered."""
-    target = "the question" if asked else "the user"
+def results_note(asked: bool, errors: int = 0) -> str:
+    """What to do once results are in, with tools still offered: the next step if one is
+    still to be done (an agent asked to read a value and write it somewhere must write it,
+    not say it), else the answer. A failed call is not to be made again as it was (the 0.5B
+    repeated Claude Code's ``Edit`` of a file that did not exist until told it had)."""
+    target = "the question" if asked else "the user's request"
+    failed = (
+        "A call failed: do not make it again as it was; change its arguments or use another tool. "
+        if errors
+        else ""
+    )
     return (
-        f"Use these results to answer {target}. If they give what is needed, answer now in "
-        "plain words, without a tool call. Call a tool only to get information these results "
-        "do not give, and never repeat a call whose result you already have."
+        f"Use these results for {target}. {failed}If it still needs a step that is not done "
+        "yet (a file to write or change, a command to run, information these results do not "
+        "give), make that call now, with the values these results hold. If everything it asks "
+        "for is done or known, answer now in plain words, without a tool call. Never repeat a "
+        "call whose result you already have."
     )
 
 
@@ -199,7 +209,9 @@ def fold_results(
     results = [m for m in after if m.role in _RESULT_ROLES]
     errors = sum(is_error_result(m.text) for m in results)
     lines.append(
-        results_note(asked) if instructions else _closing_without_tools(asked, errors, len(results))
+        results_note(asked, errors)
+        if instructions
+        else _closing_without_tools(asked, errors, len(results))
     )
     before = messages[:index] if index > 0 else ()
     earlier = rewrite_history(before, dialect, instructions) if before or instructions else ()

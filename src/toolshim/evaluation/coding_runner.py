@@ -48,7 +48,7 @@ FAILURE_KINDS = (
     "wrong_result",
 )
 """Why a task failed, first match wins: the model's context was too small; it called a tool
-that was not offered; its calls could not be read or fixed; it answered in text where a call
+that does not exist (toolshim had to correct it); its calls could not be read or fixed; it answered in text where a call
 was needed (no call at all); the client hit its turn limit; the run hit its time budget; the
 client reported another error; it made calls but left the wrong result."""
 
@@ -95,6 +95,7 @@ def classify_failure(
     passed: bool,
     errors: Sequence[str],
     warnings: Sequence[str],
+    made_up_tool: bool,
     tool_calls: int,
     needs_tool: bool,
     timed_out: bool,
@@ -106,8 +107,7 @@ def classify_failure(
     text = " ".join([*errors, client_error or ""]).lower()
     if "context" in text and ("exceed" in text or "length" in text or "size" in text):
         return "context_overflow"
-    said = " ".join(warnings).lower()
-    if "not offered" in said or "unknown tool" in said or "no tool named" in said:
+    if made_up_tool:
         return "made_up_tool"
     if "retries_exhausted" in text or "never produced a valid tool call" in text:
         return "malformed_call"
@@ -196,6 +196,7 @@ class CodingRunner:
             passed=passed,
             errors=errors,
             warnings=warnings,
+            made_up_tool=any(e.made_up_tool for e in calls),
             tool_calls=tool_calls,
             needs_tool=task.kind != "no_tool",
             timed_out=timed_out,

@@ -24,6 +24,8 @@ _HOP_BY_HOP = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding"}
 )
 _PASSED_BACK = ("content-type", "x-toolshim-emulated", "retry-after", "request-id", "x-request-id")
+_MADE_UP = b"there is no tool named"
+"""How toolshim's correction of a call to a tool that does not exist begins."""
 _DATA = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
 
 
@@ -44,6 +46,9 @@ class Exchange:
     output_tokens: int | None = None
     toolshim: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    made_up_tool: bool = False
+    """The request re-asks the model for a call to a tool that does not exist (toolshim's
+    correction is in it)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +62,7 @@ class Exchange:
             "output_tokens": self.output_tokens,
             "toolshim": self.toolshim,
             "error": self.error,
+            "made_up_tool": self.made_up_tool,
         }
 
 
@@ -85,6 +91,7 @@ class Recorder:
         exchange = Exchange(request.method, request.path, time.monotonic())
         self.exchanges.append(exchange)
         exchange.model = _model_of(body)
+        exchange.made_up_tool = _MADE_UP in body
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
         seen = bytearray()

@@ -169,6 +169,11 @@ async def test_another_tool_and_numbers_said_in_the_question_are_kept() -> None:
         ),
         ("the decision strategy", {"strategy": "decision"}, ask("Paris and London?")),
         ("a dialect that cannot", {"dialect": "pythonic"}, ask("Paris and London?")),
+        (
+            "a coding agent's focused turn, one step at a time",
+            {"offer_tools": "get_weather"},
+            ask("Paris and London?"),
+        ),
     ],
     ids=lambda x: x if isinstance(x, str) else "",
 )

@@ -285,6 +285,7 @@ class Engine:
             doubt=self.registry.supports(key, chat.model, "doubt"),
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools),
+            one_step=bool(left_out),
         )
         for note in schema_notes:
             turn.warn(note)

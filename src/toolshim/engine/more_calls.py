@@ -114,6 +114,7 @@ def continues(turn: Turn) -> bool:
     request = turn.request
     return (
         turn.prefill
+        and not turn.one_step
         and not turn.constrained
         and turn.strategy is Strategy.SINGLE
         and turn.dialect.continuation(()) is not None

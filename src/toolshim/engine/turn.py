@@ -65,6 +65,10 @@ class Turn:
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""
     compact: bool = False
+    one_step: bool = False
+    """A coding agent's turn (its tools were focused): the reply's calls are not continued for
+    more (:mod:`.more_calls`): its steps depend on each other (read, then write what was
+    read), and a continued call wrote a value no result had given yet."""
     """Show the model the tools' schemas condensed (:func:`toolshim.engine.focus.condense_tools`)."""
     llm_calls: int = 0
     reasks: int = 0

@@ -274,16 +274,47 @@ def decode_value(
             return _bounded(_jsonable(value), repaired=True)
     if not (budget or RepairBudget()).take(len(stripped), cut_off=bool(completed)):
         return None
-    fixed = fixer(stripped) if fixer is not None and not completed else None
+    fixed = fixer(stripped) if fixer is not None else None
     if fixed is not None:
         return _bounded(fixed, repaired=True)
     try:
-        repaired = json_repair.loads(stripped)
+        repaired = _repair(stripped)
     except Exception:  # json-repair has no exception contract of its own
         return None
     if repaired == "" or repaired is None:
         return None
-    return _bounded(repaired, repaired=True)
+    bounded = _bounded(repaired, repaired=True)
+    return None if bounded is None else (_restored(bounded[0]), True)
+
+
+# json-repair trims the end of a string that ends in a line break (``"x\n\n\n"`` becomes
+# ``"x"``), escaped or not, and more besides: a file's content would lose its last lines. The
+# escapes ``\n \r \t`` only ever occur inside strings, so they are handed over as characters
+# it has no reason to touch (from the private use area) and put back in every string after.
+_KEPT_ESCAPES = {"n": "\ue00a", "r": "\ue00d", "t": "\ue009"}
+_KEPT_BACK = {mark: {"n": "\n", "r": "\r", "t": "\t"}[e] for e, mark in _KEPT_ESCAPES.items()}
+_WHITESPACE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\([nrt])")
+_KEPT_MARKS = re.compile("[" + "".join(_KEPT_BACK) + "]")
+
+
+def _repair(text: str) -> Any:
+    """``json_repair.loads`` that keeps the whitespace escapes of strings as they were."""
+    if _KEPT_MARKS.search(text) is not None:
+        return json_repair.loads(text)  # the marks are the text's own: nothing to protect
+    kept = _WHITESPACE_ESCAPE.sub(lambda m: m.group(1) + _KEPT_ESCAPES[m.group(2)], text)
+    return json_repair.loads(kept)
+
+
+def _restored(value: Any) -> Any:
+    """``value`` with the marks of :func:`_repair` turned back into the characters they
+    stand for, in every string and key (the value nests at most MAX_DEPTH levels)."""
+    if isinstance(value, str):
+        return _KEPT_MARKS.sub(lambda m: _KEPT_BACK[m.group()], value)
+    if isinstance(value, dict):
+        return {_restored(k): _restored(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored(v) for v in value]
+    return value
 
 
 def _python_literal(text: str) -> Any:

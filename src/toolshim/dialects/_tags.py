@@ -17,7 +17,7 @@ from typing import Any
 from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
 from toolshim.dialects._native import GLM_ARG_KEY, INVOKE_PREFIXES, KIMI_CALL, glm_call, is_glm_body
 from toolshim.dialects._scan import OPEN, TOO_DEEP, RepairBudget, decode_value
-from toolshim.dialects._values import parameter_value
+from toolshim.dialects._values import parameter_value, repair_quotes
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
@@ -260,7 +260,7 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
     if _PARAMETER.search(body):
         call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     else:
-        call = json_arguments_call(name, _decode_body(body, host.budget), raw)
+        call = json_arguments_call(name, _decode_body(body, host), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -304,7 +304,7 @@ def _glued_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolu
         return NEED  # a closing > or </function> may still come
     end = tail.end() if tail is not None else close
     raw = buf[t:end]
-    call = json_arguments_call(name, _decode_body(inside, host.budget), raw)
+    call = json_arguments_call(name, _decode_body(inside, host), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -437,10 +437,10 @@ def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
         call = ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
     elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
         name, _, args = rest.strip().partition("\n")
-        decoded = _decode_body(_unfence(args), host.budget)
+        decoded = _decode_body(_unfence(args), host)
         call = json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
     else:  # V3.1: NAME<sep>{…}
-        decoded = _decode_body(rest, host.budget)
+        decoded = _decode_body(rest, host)
         call = json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
     return calls_segment(raw, Interpretation((call,))), end
 
@@ -453,9 +453,13 @@ def _unfence(text: str) -> str:
 _EMPTY: tuple[object, bool] = ({}, False)
 
 
-def _decode_body(body: str, budget: RepairBudget) -> tuple[object, bool] | None:
-    """A tag body's arguments (nothing at all is no arguments)."""
-    return decode_value(body, budget=budget) if body.strip() else _EMPTY
+def _decode_body(body: str, host: Host) -> tuple[object, bool] | None:
+    """A tag body's arguments (nothing at all is no arguments); quotes left unescaped inside
+    string values are read with the schema's keys (:func:`._values.repair_quotes`)."""
+    if not body.strip():
+        return _EMPTY
+    keys = host.index.argument_types()
+    return decode_value(body, budget=host.budget, fixer=lambda text: repair_quotes(text, keys))
 
 
 def parameters(

@@ -1,9 +1,9 @@
-"""Readers for tagged call formats: ``<tool_call>``, ``<function=…>``, Mistral, DeepSeek, gpt-oss.
+"""Readers for tagged call formats: ``<tool_call>``, ``<function=…>``, Mistral, DeepSeek.
 
 The formats: ``<tool_call>…</tool_call>``, ``<function=name>…</function>`` (with or without
-``<parameter=…>`` children), ``<function>name</function>{…}``, Mistral's ``[TOOL_CALLS]``,
-DeepSeek's ``<｜tool▁call▁begin｜>`` tokens and gpt-oss's ``to=functions.name``. Each reader gets
-the parser (:class:`Host`) and the index of the tag in its buffer and returns a
+``<parameter=…>`` children), ``<function>name</function>{…}``, Mistral's ``[TOOL_CALLS]`` and
+DeepSeek's ``<｜tool▁call▁begin｜>`` tokens (gpt-oss's ``to=functions.name`` is :mod:`._harmony`).
+Each reader gets the parser (:class:`Host`) and the index of the tag in its buffer and returns a
 :data:`Resolution`: the segment found and where it ends, or :data:`NEED` when the text so far
 cannot decide yet (only possible before the reply is final).
 """
@@ -22,6 +22,7 @@ from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
 __all__ = [
+    "FUNCTION_CLOSE",
     "MARKERS",
     "NEED",
     "TAG_PREFIXES",
@@ -30,7 +31,6 @@ __all__ = [
     "read_deepseek",
     "read_function_name_tag",
     "read_function_tag",
-    "read_harmony",
     "read_inline_code",
     "read_marker",
     "read_mistral",
@@ -60,7 +60,6 @@ MARKERS = (
     "</tool_call>",
     "<tools>",
     "</tools>",
-    "</function>",
     "<|channel|>",
     "<|constrain|>",
     "<|message|>",
@@ -106,6 +105,9 @@ MARKERS = (
 )
 """Tokens that carry no content of their own: dropped wherever they appear."""
 
+FUNCTION_CLOSE = "</function>"
+"""Not a marker: it closes a call (a model that closes it twice leaves one after the call,
+dropped as a marker there), and anywhere else it is text (an answer that quotes it)."""
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 DEEPSEEK_OPEN = "<｜tool▁call▁begin｜>"
@@ -115,6 +117,7 @@ TAG_PREFIXES = (
     TOOL_CALL_OPEN,
     "<function=",
     "<function>",
+    FUNCTION_CLOSE,
     "<parameter=",
     "<think>",
     "<thinking>",
@@ -142,10 +145,6 @@ _TOOL_CALL_END = re.compile(r"<tool_call>|</tool_call>", re.IGNORECASE)
 _PARAMETER = re.compile(r"<parameter=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _PARAMETER_END = re.compile(r"</parameter>|<parameter=", re.IGNORECASE)
 _MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(\[ARGS\])?\s*")
-_HARMONY_HEADER = re.compile(
-    r"(?:\s|<\|constrain\|>|<\|channel\|>|<\|message\|>|commentary|analysis|json|code)*",
-    re.IGNORECASE,
-)
 _DEEPSEEK_END = re.compile(re.escape(DEEPSEEK_CLOSE) + "|" + re.escape(DEEPSEEK_OPEN))
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _STRAY = re.compile(r"[\s}\]),;]*")
@@ -363,60 +362,6 @@ _MISTRAL_PARTIAL = re.compile(
     r"\s*(?:[A-Za-z_][\w.\-]*\s*(?:\[C?A?L?L?_?I?D?\]?\s*[\w\-]*\s*)?(\[A?R?G?S?\]?)?\s*)?"
 )
 """What may still become ``name[ARGS]{`` after ``[TOOL_CALLS]``."""
-
-
-def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> Resolution:
-    """gpt-oss: ``to=functions.NAME [<|constrain|>]json<|message|>{…}[<|call|>]``."""
-    buf = host.buf
-    header = _HARMONY_HEADER.match(buf, name_end)
-    j = header.end() if header else name_end
-    if j >= len(buf):
-        return NEED if not final and j - name_end < 80 else (None, name_end)
-    if buf[j] != "{":
-        if not final and j - name_end < 80 and _partial_harmony(buf[j:]):
-            return NEED
-        return None, name_end
-    close = host.close_of(j)
-    if close == OPEN and not final:
-        return NEED
-    if close == TOO_DEEP:
-        return too_deep(harmony_name(host.index, name), buf[t:j]), j
-    close = len(buf) if close == OPEN else close
-    end = close
-    for token in ("<|call|>", "<|end|>"):
-        if buf.startswith(token, close):
-            end = close + len(token)
-            break
-    raw = buf[t:end]
-    call = json_arguments_call(harmony_name(host.index, name), host.decode(j, close), raw)
-    return calls_segment(raw, Interpretation((call,))), end
-
-
-def harmony_name(index: ToolIndex, name: str) -> str:
-    """The tool a harmony header names; ``shelljson`` is ``shell`` with ``json`` glued on."""
-    if index.resolve(name) is None and name.lower().endswith("json"):
-        glued = index.resolve(name[:-4])
-        if glued is not None:
-            return glued
-    return index.canonical(name)
-
-
-_HARMONY_WORDS = (
-    "<|constrain|>",
-    "<|message|>",
-    "<|channel|>",
-    "commentary",
-    "analysis",
-    "json",
-    "code",
-)
-"""What the header after ``to=functions.NAME`` is made of (the recipient may come before
-``<|channel|>``: ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>``)."""
-
-
-def _partial_harmony(rest: str) -> bool:
-    low = rest.lower()
-    return any(w.startswith(low) for w in _HARMONY_WORDS)
 
 
 def read_deepseek(host: Host, t: int, final: bool) -> Resolution:

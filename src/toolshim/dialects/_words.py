@@ -1,6 +1,6 @@
 """Word triggers: the tool names and keywords that may open a call in the middle of prose.
 
-``get_weather(`` (a bare call of an offered tool), ``functools[`` (Phi-4-mini),
+``get_weather(`` and ``get_weather{`` (calls of an offered tool), ``functools[`` (Phi-4-mini),
 ``to=functions.name`` (gpt-oss), ``functions.name:0`` (Kimi-K2) and ``call:name{`` (Gemma 4)
 start a call without any bracket before them; the parser finds them with one pattern per tool
 set, and holds back a chunk that ends in a piece of one (an offered tool's name is held too
@@ -39,7 +39,7 @@ def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals
         alternatives.insert(
             0,
             rf"(?:functions\.|default_api\.)?(?:{joined})"
-            r"(?:\s*\(|(?P<named_json>[ \t]*\n[ \t]*)(?=\{))",
+            r"(?:\s*\(|(?P<named_json>[ \t]*\n[ \t]*)(?=\{)|(?P<glued_json>[ \t]*)(?=\{))",
         )
         for name in names:
             literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]

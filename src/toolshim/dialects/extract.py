@@ -40,6 +40,7 @@ from typing import Any
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
 from toolshim.dialects._dispatch import read_fence, read_tag
+from toolshim.dialects._harmony import read_harmony
 from toolshim.dialects._named import NAME_TAG
 from toolshim.dialects._nameless import lone_list_calls
 from toolshim.dialects._native import (
@@ -59,12 +60,12 @@ from toolshim.dialects._scan import (
     find_ci,
 )
 from toolshim.dialects._tags import (
+    FUNCTION_CLOSE,
     MARKERS,
     NEED,
     TAG_PREFIXES,
     Resolution,
     only_stray,
-    read_harmony,
     read_inline_code,
     read_mistral,
 )
@@ -142,6 +143,7 @@ class ReplyParser:
         self._answer: AnswerString | None = None
         self._bracket_search = (0, -1, 0)  # (from, first trigger found or -1, buffer length)
         self._named_token: int | None = None  # the token after a name found by looking back
+        self._call_end = -1  # where the last call read ends
 
     # -- public ---------------------------------------------------------------------------
 
@@ -264,6 +266,8 @@ class ReplyParser:
                 break
             segment, end = resolved
             out.append(Segment("text", self._buf[t:end]) if segment is None else segment)
+            if segment is not None and segment.kind == "calls":
+                self._call_end = end
             self._advance(end)
         return merge_segments(out)
 
@@ -369,6 +373,8 @@ class ReplyParser:
                 return read_fence(self, t, final)
             return read_inline_code(self, t, final)
         if ch == "<":
+            if buf[t : t + len(FUNCTION_CLOSE)].lower() == FUNCTION_CLOSE:
+                return self._function_close(t)
             return read_tag(self, t, final)
         if ch == "[":
             head = buf[t : t + 20].upper()
@@ -391,6 +397,13 @@ class ReplyParser:
         if m.group("gemma") is not None:
             return read_gemma(self, t, m.group("gemma"), m.end() - 1, final)
         return read_bare_call(self, t, m, final)
+
+    def _function_close(self, t: int) -> Resolution:
+        """``</function>`` right after a call (closed twice) is a marker; elsewhere, text."""
+        end = t + len(FUNCTION_CLOSE)
+        if self._call_end >= 0 and not self._buf[self._call_end : t].strip():
+            return Segment("marker", self._buf[t:end]), end
+        return None, end
 
     def _bracketed(self, t: int, final: bool) -> Resolution:
         buf = self._buf

@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
-from toolshim.dialects._native import GLM_ARG_KEY, INVOKE_PREFIXES, KIMI_CALL, glm_call, is_glm_body
+from toolshim.dialects._native import (
+    DSML_BARS,
+    GLM_ARG_KEY,
+    INVOKE_PREFIXES,
+    KIMI_CALL,
+    glm_call,
+    is_glm_body,
+)
 from toolshim.dialects._scan import OPEN, TOO_DEEP, RepairBudget, decode_value
 from toolshim.dialects._values import parameter_value, repair_quotes
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
@@ -84,11 +91,17 @@ MARKERS = (
     "<function_calls>",
     "</function_calls>",
     "</invoke>",
-    "<｜DSML｜function_calls>",
-    "</｜DSML｜function_calls>",
-    "<｜DSML｜tool_calls>",
-    "</｜DSML｜tool_calls>",
-    "</｜DSML｜invoke>",
+    *(
+        f"{opening}{bar}DSML{bar}{tag}>"
+        for bar in DSML_BARS
+        for opening, tag in (
+            ("<", "function_calls"),
+            ("</", "function_calls"),
+            ("<", "tool_calls"),
+            ("</", "tool_calls"),
+            ("</", "invoke"),
+        )
+    ),
     "<minimax:tool_call>",
     "</minimax:tool_call>",
     "<seed:tool_call>",

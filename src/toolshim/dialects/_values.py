@@ -250,6 +250,7 @@ def repair_quotes(text: str, keys: Mapping[str, str | None]) -> dict[str, Any] |
         return None
     names = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
     key_re = re.compile(r'([{,]\s*)"(' + names + r')"\s*:\s*')
+    comma_missing = re.compile(r'"\s*"(?:' + names + r')"\s*:')
     found = list(key_re.finditer(text))
     if not found:
         return None
@@ -267,6 +268,8 @@ def repair_quotes(text: str, keys: Mapping[str, str | None]) -> dict[str, Any] |
         if close <= m.end():
             return None
         inner = text[m.end() + 1 : close]
+        if comma_missing.search(inner) is not None:
+            return None  # ``"a" "key":``: another key, not a quote inside this value
         parts.append(json.dumps(_unescape(inner), ensure_ascii=False))
         last = close + 1
     parts.append(text[last:])

@@ -121,6 +121,7 @@ def test_dots_inside_a_dsml_value_are_the_value(dialect: str) -> None:
         " 鲁夜夜啪o՞ւjson  天天买彩票 ",
         " մեկնաբանություն  北京赛车开奖_json\n",
         " commentary json\n",
+        " commentaries .json: ",
         " <|constrain|>json<|message|>",
         " ,超碰 json",
     ],
@@ -145,6 +146,7 @@ def test_a_harmony_call_is_read_through_stray_tokens_and_the_prose_after_kept(
         'The recipient to=functions.exec_command is followed by {"cmd": "ls"} in the header.',
         'Write to=functions.exec_command then json then the args, e.g. {"cmd": "ls"}.',
         "Harmony names the tool as to=functions.exec_command and stops.",
+        'Its header, to=functions.exec_command comments {"cmd": "ls"}, is not a call.',
     ],
 )
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -155,11 +157,16 @@ def test_a_recipient_named_in_a_sentence_before_braces_is_prose(text: str, diale
 # -- Llama's function tag without its opener: NAME{json}</function> -------------------------------
 
 
+@pytest.mark.parametrize("glue", ["", " ", ">", "=", " = ", "\t>"])
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_a_name_glued_to_its_arguments_and_closed_by_the_function_tag_is_a_call(
-    dialect: str,
+    glue: str, dialect: str
 ) -> None:
-    text = 'Searching now. web_search {"query": "SPFMV 2016", "filter_year": 2016} </function>\nOK'
+    # What <function=NAME>{…}</function> leaves when its opener (or part of it) is lost.
+    text = (
+        f'Searching now. web_search{glue}{{"query": "SPFMV 2016", "filter_year": 2016}}'
+        " </function>\nOK"
+    )
     outcome = read(dialect, text)
     assert calls(outcome) == [("web_search", {"query": "SPFMV 2016", "filter_year": 2016})]
     assert outcome[0] == "Searching now. \nOK"
@@ -170,6 +177,7 @@ def test_a_name_glued_to_its_arguments_and_closed_by_the_function_tag_is_a_call(
     [
         'You can call web_search{"query": "llamas"} whenever you need fresh results.',
         'Its signature is web_search{"query": string, "filter_year": int}.',
+        'Then x = web_search={"query": "a"} and y = web_search>{"query": "b"} follow.',
         "Llama 3.1 closes a call with </function> and then <|eom_id|> ends the turn.",
         "A stray </function> here, and </FUNCTION> there, are only text.",
         'Groq rejected `web_search{"query": "x"}</function>` as a failed generation.',

@@ -27,6 +27,7 @@ HEADER_REACH = 96
 _TOKENS = ("<|constrain|>", "<|channel|>", "<|message|>")
 _WORDS = frozenset({"commentary", "analysis", "json", "code"})
 _ENDS = frozenset(" \t\r\n{<")
+_PUNCTUATION = "_.,:;-#+*=|/"
 _UNDECIDED = -1
 _PROSE = -2
 
@@ -92,9 +93,12 @@ def arguments_start(buf: str, pos: int, final: bool) -> int:
 
 
 def _stray(word: str) -> bool:
-    """A header word, or a stray token: a character outside ASCII, or no letter or digit."""
+    """A header word (``json``, ``.json``, ``commentaries``), or a stray token: a character
+    outside ASCII, or no letter or digit."""
+    core = word.strip(_PUNCTUATION).lower()
     return (
-        word.lower() in _WORDS
+        core in _WORDS
+        or core.startswith("commentar")
         or any(ord(ch) > 127 for ch in word)
         or not any(ch.isalnum() for ch in word)
     )

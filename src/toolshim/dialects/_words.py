@@ -39,7 +39,7 @@ def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals
         alternatives.insert(
             0,
             rf"(?:functions\.|default_api\.)?(?:{joined})"
-            r"(?:\s*\(|(?P<named_json>[ \t]*\n[ \t]*)(?=\{)|(?P<glued_json>[ \t]*)(?=\{))",
+            r"(?:\s*\(|(?P<named_json>[ \t]*\n[ \t]*)(?=\{)|(?P<glued_json>[ \t]*[>=]?[ \t]*)(?=\{))",
         )
         for name in names:
             literals += [(name, "("), (f"functions.{name}", "("), (f"default_api.{name}", "(")]
@@ -54,7 +54,7 @@ def word_triggers(names: tuple[str, ...]) -> tuple[re.Pattern[str], WordLiterals
 _FOLLOWS = {
     "name": re.compile(r"[\w.\-]*"),
     "kimi": re.compile(r"[\w.\-]*(?::\d*)?"),
-    "(": re.compile(r"\s*(?::\d*)?"),
+    "(": re.compile(r"\s*(?::\d*)?|[ \t]*[>=][ \t]*"),
 }
 
 

@@ -252,3 +252,32 @@ def test_repair_never_trims_or_respaces_a_string(content: str, damage: str) -> N
         assert [(n, a) for n, a, _ in outcome[1]] == [
             ("write_file", {"path": "notes.md", "content": content})
         ], text
+
+
+D = "｜DSML｜"
+MARKUP = {
+    "dsml": f'<{D}tool_calls>\n<{D}invoke name="write_file">\n<{D}parameter name="path" '
+    f'string="true">a.py</{D}parameter>\n<{D}parameter name="content" string="true">'
+    "{content}" + f"</{D}parameter>\n</{D}invoke>\n</{D}tool_calls>",
+    "invoke": '<function_calls><invoke name="write_file"><parameter name="path">a.py</parameter>'
+    '<parameter name="content">{content}</parameter></invoke></function_calls>',
+    "glm": "<tool_call>write_file<arg_key>path</arg_key><arg_value>a.py</arg_value>"
+    "<arg_key>content</arg_key><arg_value>{content}</arg_value></tool_call>",
+    # Qwen3-Coder's template pads each value with a newline at each end.
+    "qwen3-coder": "<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n"
+    "<parameter=content>\n{content}\n</parameter>\n</function>\n</tool_call>",
+}
+
+
+@pytest.mark.parametrize(
+    "content", ["print(1)\n\n\n", "  indented\n", "x \t", "line\r\n", "a\n\nb"]
+)
+@pytest.mark.parametrize("markup", list(MARKUP))
+@pytest.mark.parametrize("dialect", ["json", "hermes", "pythonic"])
+def test_a_string_in_markup_keeps_its_own_whitespace(
+    markup: str, content: str, dialect: str
+) -> None:
+    text = MARKUP[markup].replace("{content}", content)
+    assert calls(read(dialect, text, [WRITE])) == [
+        ("write_file", {"path": "a.py", "content": content})
+    ]

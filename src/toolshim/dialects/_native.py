@@ -130,7 +130,8 @@ def glm_call(host: Host, body: str, raw: str) -> ParsedCall:
         return ParsedCall(
             name, None, raw, "the GLM tool call has text outside <arg_key>/<arg_value>"
         )
-    return ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)
+    arguments = typed_arguments(pairs, name, host.index, host.budget, padded=False)
+    return ParsedCall(name, arguments, raw)
 
 
 def _skip_closers(body: str, pos: int) -> int:
@@ -247,7 +248,9 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
         if stop is None:
             break
         pos = stop.end() if stop.group().startswith("</") else stop.start()
-    arguments = typed_arguments(pairs, name, host.index, host.budget, verbatim=frozenset(verbatim))
+    arguments = typed_arguments(
+        pairs, name, host.index, host.budget, verbatim=frozenset(verbatim), padded=False
+    )
     for key in json_values:
         if isinstance(arguments.get(key), str) and host.index.parameter_type(name, key) is None:
             decoded = decode_value(arguments[key], budget=host.budget)

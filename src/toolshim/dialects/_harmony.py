@@ -63,8 +63,9 @@ def arguments_start(buf: str, pos: int, final: bool) -> int:
     (never once ``final``)."""
     j = pos
     n = len(buf)
+    reach = pos + HEADER_REACH
     while True:
-        if j - pos > HEADER_REACH:
+        if j > reach:
             return _PROSE
         if j >= n:
             return _PROSE if final else _UNDECIDED
@@ -83,8 +84,11 @@ def arguments_start(buf: str, pos: int, final: bool) -> int:
                 return _UNDECIDED
             return _PROSE
         k = j
-        while k < n and buf[k] not in _ENDS:
+        limit = min(n, reach + 1)
+        while k < limit and buf[k] not in _ENDS:
             k += 1
+        if k > reach:
+            return _PROSE  # a word longer than any header
         if k >= n and not final:
             return _UNDECIDED  # the word may go on
         if not _stray(buf[j:k]):

@@ -99,6 +99,8 @@ _HOLD_PREFIXES = tuple(
 _HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
 """Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""
 _HOLD_SPAN = max(len(p) for p in _HOLD_PREFIXES)
+_CLOSER_GAP = 16
+"""Most spaces between a call and a ``</function>`` that closes it again."""
 
 
 class ReplyParser:
@@ -399,9 +401,12 @@ class ReplyParser:
         return read_bare_call(self, t, m, final)
 
     def _function_close(self, t: int) -> Resolution:
-        """``</function>`` right after a call (closed twice) is a marker; elsewhere, text."""
+        """``</function>`` right after a call (closed twice, or more) is a marker; elsewhere,
+        text."""
         end = t + len(FUNCTION_CLOSE)
-        if self._call_end >= 0 and not self._buf[self._call_end : t].strip():
+        after = self._call_end
+        if after >= 0 and t - after <= _CLOSER_GAP and not self._buf[after:t].strip():
+            self._call_end = end
             return Segment("marker", self._buf[t:end]), end
         return None, end
 

@@ -124,6 +124,8 @@ def test_dots_inside_a_dsml_value_are_the_value(dialect: str) -> None:
         " commentaries .json: ",
         " <|constrain|>json<|message|>",
         " ,超碰 json",
+        "全民彩票 json",
+        " <|channel|>commentary <|constrain|>json<|message|>",
     ],
 )
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -138,6 +140,14 @@ def test_a_harmony_call_is_read_through_stray_tokens_and_the_prose_after_kept(
     outcome = read(dialect, text)
     assert calls(outcome) == [("exec_command", {"cmd": "ls -la", "workdir": "/srv"})]
     assert outcome[0] == "Let me look first. \nThen I will read the README."
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_harmony_recipient_glued_to_stray_tokens_before_it_is_read(dialect: str) -> None:
+    text = '好的。天天中彩票to=functions.exec_command json{"cmd": "ls"}<|call|>然后'
+    outcome = read(dialect, text)
+    assert calls(outcome) == [("exec_command", {"cmd": "ls"})]
+    assert outcome[0] == "好的。天天中彩票然后"
 
 
 @pytest.mark.parametrize(

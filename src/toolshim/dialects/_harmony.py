@@ -4,15 +4,18 @@ The header between the recipient and the arguments is read loosely, because it i
 worst: servers that drop the special tokens leave ``to=functions.NAME commentary json
 {…}``, and gpt-oss (and the GPT-5 models that share its format) write stray tokens there,
 often in other scripts: ``to=functions.exec_command code  全民彩票天天送钱{"cmd": …}``.
-What may stand between the name and the ``{``: spaces, ``<|constrain|>``, ``<|channel|>``,
-``<|message|>``, the header words (``commentary``, ``analysis``, ``json``, ``code``), and
-words that hold a character outside ASCII or no letter or digit at all; at most
-:data:`HEADER_REACH` characters. An English word there (``to=functions.get_weather is how
+What may stand between the name and the ``{``: spaces, special tokens (``<|constrain|>``,
+``<|channel|>``, ``<|message|>``, …), the header words (``commentary``, ``analysis``,
+``json``, ``code``), and words that hold a character outside ASCII or no letter or digit at
+all; at most :data:`HEADER_REACH` characters. Stray tokens may touch the recipient on either
+side (``全民彩票to=functions.NAME``, ``to=functions.NAME全民彩票{``): the name is ASCII. An English word there (``to=functions.get_weather is how
 gpt-oss names it: {…}``) makes it prose. Text after the arguments (and their ``<|call|>``)
 is the reply's text, as any other.
 """
 
 from __future__ import annotations
+
+import re
 
 from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
 from toolshim.dialects._scan import OPEN, TOO_DEEP
@@ -24,7 +27,9 @@ __all__ = ["HEADER_REACH", "harmony_name", "read_harmony"]
 HEADER_REACH = 96
 """Most characters between ``to=functions.NAME`` and the ``{`` of its arguments."""
 
-_TOKENS = ("<|constrain|>", "<|channel|>", "<|message|>")
+_SPECIAL = re.compile(r"<\|\w{1,24}\|>")
+"""A special token: ``<|constrain|>``, ``<|channel|>``, ``<|message|>`` and their kind."""
+_SPECIAL_PARTIAL = re.compile(r"<(?:\|\w{0,24}\|?)?")
 _WORDS = frozenset({"commentary", "analysis", "json", "code"})
 _ENDS = frozenset(" \t\r\n{<")
 _PUNCTUATION = "_.,:;-#+*=|/"
@@ -76,11 +81,11 @@ def arguments_start(buf: str, pos: int, final: bool) -> int:
             j += 1
             continue
         if ch == "<":
-            token = next((tok for tok in _TOKENS if buf.startswith(tok, j)), None)
+            token = _SPECIAL.match(buf, j)
             if token is not None:
-                j += len(token)
+                j = token.end()
                 continue
-            if not final and any(tok.startswith(buf[j:]) for tok in _TOKENS):
+            if not final and _SPECIAL_PARTIAL.fullmatch(buf, j) is not None:
                 return _UNDECIDED
             return _PROSE
         k = j

@@ -36,6 +36,7 @@ __all__ = [
     "Host",
     "Resolution",
     "read_deepseek",
+    "read_function_close",
     "read_function_name_tag",
     "read_function_tag",
     "read_inline_code",
@@ -121,6 +122,8 @@ MARKERS = (
 FUNCTION_CLOSE = "</function>"
 """Not a marker: it closes a call (a model that closes it twice leaves one after the call,
 dropped as a marker there), and anywhere else it is text (an answer that quotes it)."""
+_CLOSER_GAP = 16
+"""Most spaces between a call and a ``</function>`` that closes it again."""
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 DEEPSEEK_OPEN = "<｜tool▁call▁begin｜>"
@@ -191,6 +194,15 @@ def read_marker(host: Host, t: int, marker: str, final: bool) -> Resolution:
             end += len(word)
             break
     return Segment("marker", buf[t:end]), end
+
+
+def read_function_close(buf: str, t: int, call_end: int) -> Resolution:
+    """``</function>`` at ``t``: a marker within a few spaces after a call that ends at
+    ``call_end`` (a model that closes it twice, or more); anywhere else, text."""
+    end = t + len(FUNCTION_CLOSE)
+    if call_end >= 0 and t - call_end <= _CLOSER_GAP and not buf[call_end:t].strip():
+        return Segment("marker", buf[t:end]), end
+    return None, end
 
 
 def only_stray(text: str) -> bool:

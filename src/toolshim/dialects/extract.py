@@ -66,6 +66,7 @@ from toolshim.dialects._tags import (
     TAG_PREFIXES,
     Resolution,
     only_stray,
+    read_function_close,
     read_inline_code,
     read_mistral,
 )
@@ -99,8 +100,6 @@ _HOLD_PREFIXES = tuple(
 _HOLD_PARTIALS = frozenset(p[:i] for p in _HOLD_PREFIXES for i in range(1, len(p)))
 """Every proper prefix of a tag, marker or fence: text ending in one must wait for more."""
 _HOLD_SPAN = max(len(p) for p in _HOLD_PREFIXES)
-_CLOSER_GAP = 16
-"""Most spaces between a call and a ``</function>`` that closes it again."""
 
 
 class ReplyParser:
@@ -268,8 +267,10 @@ class ReplyParser:
                 break
             segment, end = resolved
             out.append(Segment("text", self._buf[t:end]) if segment is None else segment)
-            if segment is not None and segment.kind == "calls":
-                self._call_end = end
+            if segment is not None and (
+                segment.kind == "calls" or segment.text.lower() == FUNCTION_CLOSE
+            ):
+                self._call_end = end  # a call, or a </function> that closed one again
             self._advance(end)
         return merge_segments(out)
 
@@ -376,7 +377,7 @@ class ReplyParser:
             return read_inline_code(self, t, final)
         if ch == "<":
             if buf[t : t + len(FUNCTION_CLOSE)].lower() == FUNCTION_CLOSE:
-                return self._function_close(t)
+                return read_function_close(buf, t, self._call_end)
             return read_tag(self, t, final)
         if ch == "[":
             head = buf[t : t + 20].upper()
@@ -399,16 +400,6 @@ class ReplyParser:
         if m.group("gemma") is not None:
             return read_gemma(self, t, m.group("gemma"), m.end() - 1, final)
         return read_bare_call(self, t, m, final)
-
-    def _function_close(self, t: int) -> Resolution:
-        """``</function>`` right after a call (closed twice, or more) is a marker; elsewhere,
-        text."""
-        end = t + len(FUNCTION_CLOSE)
-        after = self._call_end
-        if after >= 0 and t - after <= _CLOSER_GAP and not self._buf[after:t].strip():
-            self._call_end = end
-            return Segment("marker", self._buf[t:end]), end
-        return None, end
 
     def _bracketed(self, t: int, final: bool) -> Resolution:
         buf = self._buf

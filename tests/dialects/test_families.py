@@ -243,6 +243,14 @@ LOOPING = [
     "<name>get_weather</parameter>",
     "<toolcall><get_wea",
     "<function_calls>get_weather()</function_calls",
+    'get_weather{"city": "x"}',
+    'get_weather{"city": 1}</function>',
+    "</function>",
+    'get_weather{"city": 1}</function>\n</function> ',
+    "to=functions.get_weather 天天 ",
+    "to=functions.get_weather天",
+    "to=functions.get_weather json{",
+    '<｜｜DSML｜｜invoke name="get_weather">\n...\n',
 ]
 
 

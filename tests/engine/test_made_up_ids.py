@@ -7,6 +7,7 @@ re-asked once, and a different made-up call then gets the answer asked for witho
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,6 +81,42 @@ async def test_a_made_up_id_beside_the_call_that_finds_it_is_held_back(stream: b
     assert names == ["find_user"]
     assert upstream.calls == 1
     assert any("held back list_orders(user_id='12345')" in w for w in warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_calls_all_made_up_are_judged_together_not_cut_to_those_without_a_digit(
+    stream: bool,
+) -> None:
+    # DeepSeek's two exec_command calls (opensquilla#985) for a question that names neither
+    # command: nothing the second needs comes from the first, so it is not held back; the
+    # reply is re-asked once as a whole and, written again, both calls come back.
+    both = reply(("get_weather", {"city": "Oslo"}), ("get_stock_price", {"symbol": "SHA256"}))
+    upstream = FakeUpstream([both, both])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    names, warnings = await run(engine, ask("What should I check today?"), stream)
+    assert names == ["get_weather", "get_stock_price"]
+    assert upstream.calls == 2
+    assert not any("held back" in w for w in warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_both_leaked_dsml_calls_come_back_for_a_question_that_names_neither(
+    stream: bool,
+) -> None:
+    fixture = Path(__file__).parents[1] / "fixtures/corpus"
+    leaked = json.loads(
+        (fixture / "opensquilla-985-deepseek-v4-dsml-calls-elided.json").read_text("utf-8")
+    )
+    upstream = FakeUpstream([leaked["output"]] * 2)
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "看看桌面上那个文件"}],
+        "tools": [{"type": "function", "function": t} for t in leaked["tools"]],
+    }
+    names, warnings = await run(engine, request, stream)
+    assert names == ["exec_command", "exec_command"]
+    assert not any("held back" in w for w in warnings)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,13 @@
 * ``get_weather`` alone on its line, then ``{"city": "Paris"}`` alone on the next, with
   keys the tool has (GLM-4-0414 writes calls with no markup at all);
 * an offered tool's name right before GLM's ``<arg_key>`` or Kimi-K2's
-  ``<|tool_call_argument_begin|>``: the call's opening token is missing.
+  ``<|tool_call_argument_begin|>``: the call's opening token is missing;
+* ``get_weather{"city": "Paris"}</function>``: Llama's function tag without its
+  ``<function=`` (Groq), wherever it stands, since the closing tag says what it is.
 
 A name mentioned inside a sentence is prose: the call must start its line (after spaces and
-marker tokens) and nothing but spaces or ``;`` may follow it there.
+marker tokens) and nothing but spaces or ``;`` may follow it there; a name next to braces
+without ``</function>`` after them is prose too.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _AFTER_BARE_CALL = re.compile(r"[^\S\n]*;?[^\S\n]*")
 _LINE_CLOSERS = ("</function_calls>", "</tool_call>", "<|tool_call_end|>", "<|python_end|>")
 """Closing tokens that may end a bare call's line (the call list's own wrapper closing)."""
 _SPACES = re.compile(r"[^\S\n]*")
+_FUNCTION_CLOSE = "</function>"
 
 
 def _skip_spaces(buf: str, pos: int) -> int:
@@ -50,7 +54,10 @@ class LineHost(Host, Protocol):
 
 
 def read_bare_call(host: LineHost, t: int, m: re.Match[str], final: bool) -> Resolution:
-    """``name(…)`` or ``name {…}`` at ``t`` (matched by ``m``), alone on its line."""
+    """``name(…)`` or ``name {…}`` at ``t`` (matched by ``m``), alone on its line; or
+    ``name{…}</function>`` anywhere (:func:`read_closed_function`)."""
+    if m.group("glued_json") is not None:
+        return read_closed_function(host, t, m, final)
     buf = host.buf
     if host.line_lead(t) != t:
         return None, m.end()
@@ -122,3 +129,29 @@ def read_named(host: Host, t: int, token: int, final: bool) -> Resolution:
     if buf.startswith(KIMI_ARGUMENT, token):
         return read_kimi(host, t, t, final)
     return None, token
+
+
+def read_closed_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolution:
+    """``name{…}</function>``: Llama's ``<function=name>{…}</function>`` that lost its opener
+    (Groq's ``failed_generation``). The closing tag is what makes it a call: a tool's name
+    next to braces in a sentence, without it, is prose."""
+    buf = host.buf
+    opener = m.end()
+    end = host.close_of(opener)
+    if end == OPEN and not final:
+        return NEED
+    if end < 0:
+        return None, opener
+    k = end
+    while k < len(buf) and buf[k].isspace():
+        k += 1
+    rest = buf[k : k + len(_FUNCTION_CLOSE)].lower()
+    if rest != _FUNCTION_CLOSE:
+        if not final and _FUNCTION_CLOSE.startswith(rest):
+            return NEED  # the closing tag may be arriving
+        return None, opener
+    stop = k + len(_FUNCTION_CLOSE)
+    name = host.index.canonical(buf[t : m.start("glued_json")])
+    raw = buf[t:stop]
+    call = json_arguments_call(name, host.decode(opener, end), raw)
+    return calls_segment(raw, Interpretation((call,))), stop

@@ -8,8 +8,9 @@ DeepSeek V3.2 DSML, MiniMax), Gemma 4 / FunctionGemma.
   <|tool_call_argument_begin|>{…}<|tool_call_end|>…`` with any of the tokens missing (servers
   that skip special tokens leave ``functions.NAME:0 {…}``);
 * ``<function_calls><invoke name="NAME"><parameter name="K">V</parameter></invoke>…``, also
-  with DeepSeek V3.2's ``｜DSML｜`` prefix (``string="true|false"`` says how to read a value)
-  and inside MiniMax's ``<minimax:tool_call>``;
+  with DeepSeek V3.2's ``｜DSML｜`` prefix (``string="true|false"`` says how to read a value;
+  the bars come doubled or re-encoded too) and inside MiniMax's ``<minimax:tool_call>``; an
+  ``<invoke>`` whose closing tag is missing ends where the next one or the section ends;
 * Gemma 4: ``<|tool_call>call:NAME{key:<|"|>text<|"|>,n:42}<tool_call|>`` (FunctionGemma:
   ``<start_function_call>…<end_function_call>`` with ``<escape>`` quotes), and the bare
   ``call:NAME{…}`` / ``call:NAME(key: "v")`` left when the special tokens are stripped;
@@ -50,7 +51,9 @@ __all__ = [
 GLM_ARG_KEY = "<arg_key>"
 KIMI_CALL = "<|tool_call_begin|>"
 KIMI_ARGUMENT = "<|tool_call_argument_begin|>"
-INVOKE_PREFIXES = ("<invoke ", "<｜dsml｜invoke ", "<invoke ")
+DSML_BARS = ("｜", "｜｜", "|", "‖")
+"""The bars around ``DSML`` in DeepSeek's tags (see ``_DSML``)."""
+INVOKE_PREFIXES = ("<invoke ", *(f"<{bar}dsml{bar}invoke " for bar in DSML_BARS), "<invoke ")
 """Lower-case openings of an ``<invoke name=…>`` element."""
 
 _NAME = r"[A-Za-z_][\w.\-]{0,127}"
@@ -67,17 +70,29 @@ _KIMI_HEAD = re.compile(
 )
 _KIMI_TAIL = re.compile(r"\s*<\|tool_call_end\|>")
 
+_DSML = r"[｜|‖]{1,2}DSML[｜|‖]{1,2}"
+"""DeepSeek's DSML tag prefix, ``｜DSML｜`` as its template writes it, doubled or with other
+bars as servers and tokenizers re-encode it (``｜｜DSML｜｜``, ``|DSML|``, ``‖DSML‖``)."""
 _INVOKE_OPEN = re.compile(
-    r"<(?:｜DSML｜|antml:)?invoke\s+name\s*=\s*[\"']?([^\"'>\s]{1,128})[\"']?\s*>", re.IGNORECASE
+    r"<(?:" + _DSML + r"|antml:)?invoke\s+name\s*=\s*[\"']?([^\"'>\s]{1,128})[\"']?\s*>",
+    re.IGNORECASE,
 )
-_INVOKE_CLOSE = re.compile(r"</(?:｜DSML｜|antml:)?invoke\s*>", re.IGNORECASE)
+_INVOKE_CLOSE = re.compile(r"</(?:" + _DSML + r"|antml:)?invoke\s*>", re.IGNORECASE)
+_INVOKE_END = re.compile(
+    r"</(?:" + _DSML + r"|antml:)?(?:invoke|tool_calls|function_calls)\s*>"
+    r"|<(?:" + _DSML + r"|antml:)?invoke\s",
+    re.IGNORECASE,
+)
+"""Where an ``<invoke>``'s body ends: its closing tag, or (when that is missing, as in a reply
+that elides with ``...``) the next ``<invoke`` or the end of the section."""
 _INVOKE_PARAMETER = re.compile(
-    r"<(?:｜DSML｜|antml:)?parameter\s+name\s*=\s*[\"']?([^\"'>\s]{1,128})[\"']?"
+    r"<(?:" + _DSML + r"|antml:)?parameter\s+name\s*=\s*[\"']?([^\"'>\s]{1,128})[\"']?"
     r"(?:\s+string\s*=\s*[\"']?(true|false)[\"']?)?\s*>",
     re.IGNORECASE,
 )
 _INVOKE_PARAMETER_END = re.compile(
-    r"</(?:｜DSML｜|antml:)?parameter\s*>|<(?:｜DSML｜|antml:)?parameter\s", re.IGNORECASE
+    r"</(?:" + _DSML + r"|antml:)?parameter\s*>|<(?:" + _DSML + r"|antml:)?parameter\s",
+    re.IGNORECASE,
 )
 
 _GEMMA_END = re.compile(r"<tool_call\|>|</?end_function_call>", re.IGNORECASE)
@@ -115,7 +130,8 @@ def glm_call(host: Host, body: str, raw: str) -> ParsedCall:
         return ParsedCall(
             name, None, raw, "the GLM tool call has text outside <arg_key>/<arg_value>"
         )
-    return ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)
+    arguments = typed_arguments(pairs, name, host.index, host.budget, padded=False)
+    return ParsedCall(name, arguments, raw)
 
 
 def _skip_closers(body: str, pos: int) -> int:
@@ -205,13 +221,14 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
         if not final and ">" not in buf[t : t + 200]:
             return NEED
         return None, t + 1
-    close = host.find(_INVOKE_CLOSE, t, m.end())
+    close = host.find(_INVOKE_END, t, m.end())
     if close is None:
         if not final:
             return NEED
         body, end = buf[m.end() :], len(buf)
     else:
-        body, end = buf[m.end() : close.start()], close.end()
+        own = _INVOKE_CLOSE.fullmatch(close.group()) is not None
+        body, end = buf[m.end() : close.start()], close.end() if own else close.start()
     raw = buf[t:end]
     name = host.index.canonical(m.group(1))
     pairs: list[tuple[str, str]] = []
@@ -231,7 +248,9 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
         if stop is None:
             break
         pos = stop.end() if stop.group().startswith("</") else stop.start()
-    arguments = typed_arguments(pairs, name, host.index, host.budget, verbatim=frozenset(verbatim))
+    arguments = typed_arguments(
+        pairs, name, host.index, host.budget, verbatim=frozenset(verbatim), padded=False
+    )
     for key in json_values:
         if isinstance(arguments.get(key), str) and host.index.parameter_type(name, key) is None:
             decoded = decode_value(arguments[key], budget=host.budget)

@@ -36,6 +36,7 @@ __all__ = [
     "decode_value",
     "find_ci",
     "find_close",
+    "joined_surrogates",
     "literal",
     "nested_deeper_than",
 ]
@@ -274,16 +275,72 @@ def decode_value(
             return _bounded(_jsonable(value), repaired=True)
     if not (budget or RepairBudget()).take(len(stripped), cut_off=bool(completed)):
         return None
-    fixed = fixer(stripped) if fixer is not None and not completed else None
+    fixed = fixer(stripped) if fixer is not None else None
     if fixed is not None:
         return _bounded(fixed, repaired=True)
     try:
-        repaired = json_repair.loads(stripped)
+        repaired, marks = _repair(stripped)
     except Exception:  # json-repair has no exception contract of its own
         return None
     if repaired == "" or repaired is None:
         return None
-    return _bounded(repaired, repaired=True)
+    bounded = _bounded(repaired, repaired=True)
+    return None if bounded is None else (_restored(bounded[0], marks), True)
+
+
+# json-repair trims the end of a string that ends in a line break (``"x\n\n\n"`` becomes
+# ``"x"``), escaped or not, and misreads escapes next to quotes (``"\\\""``): a file's content
+# would lose its last lines. Escapes only ever occur inside strings, so each is handed over as
+# one character it has no reason to touch (from a private use plane) and put back after.
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_MARK_BASE = 0xF0000
+_MARKS = re.compile("[\U000f0000-\U000ffffd]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _repair(text: str) -> tuple[Any, dict[str, str]]:
+    """``json_repair.loads`` of ``text`` with its escapes marked, and what each mark stands
+    for (nothing is marked when the text holds such characters itself)."""
+    if _MARKS.search(text) is not None:
+        return json_repair.loads(text), {}
+    marks: dict[str, str] = {}
+    by_escape: dict[str, str] = {}
+
+    def mark(m: re.Match[str]) -> str:
+        escape = m.group(1)
+        found = by_escape.get(escape)
+        if found is None:
+            found = by_escape[escape] = chr(_MARK_BASE + len(by_escape))
+            marks[found] = json.loads('"\\' + escape + '"')
+        return found
+
+    return json_repair.loads(_ESCAPE.sub(mark, text)), marks
+
+
+def _restored(value: Any, marks: dict[str, str]) -> Any:
+    """``value`` with the marks of :func:`_repair` turned back into the characters they stand
+    for, in every string and key (the value nests at most MAX_DEPTH levels), and escaped
+    surrogate pairs (``\\ud83d\\ude00``) joined into the character they encode, as JSON
+    reads them."""
+    if isinstance(value, str):
+        if marks:
+            value = _MARKS.sub(lambda m: marks.get(m.group(), m.group()), value)
+        return joined_surrogates(value)
+    if isinstance(value, dict):
+        return {_restored(k, marks): _restored(v, marks) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored(v, marks) for v in value]
+    return value
+
+
+def joined_surrogates(text: str) -> str:
+    """``text`` with each pair of UTF-16 surrogates made the one character it encodes."""
+    return _SURROGATE_PAIR.sub(_joined, text)
+
+
+def _joined(pair: re.Match[str]) -> str:
+    high, low = pair.group()[0], pair.group()[1]
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
 def _python_literal(text: str) -> Any:
@@ -317,8 +374,10 @@ def nested_deeper_than(value: Any, limit: int) -> bool:
 def _jsonable(value: Any) -> Any:
     """Python literal containers as JSON ones (tuples become lists, keys strings); other
     values stay as they are, for :func:`toolshim.dialects.calls.json_problem` to judge."""
+    if isinstance(value, str):
+        return joined_surrogates(value)  # "\ud83d\ude00" in a Python literal: one emoji
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {joined_surrogates(str(k)): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value

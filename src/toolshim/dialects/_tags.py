@@ -1,9 +1,9 @@
-"""Readers for tagged call formats: ``<tool_call>``, ``<function=…>``, Mistral, DeepSeek, gpt-oss.
+"""Readers for tagged call formats: ``<tool_call>``, ``<function=…>``, Mistral, DeepSeek.
 
 The formats: ``<tool_call>…</tool_call>``, ``<function=name>…</function>`` (with or without
-``<parameter=…>`` children), ``<function>name</function>{…}``, Mistral's ``[TOOL_CALLS]``,
-DeepSeek's ``<｜tool▁call▁begin｜>`` tokens and gpt-oss's ``to=functions.name``. Each reader gets
-the parser (:class:`Host`) and the index of the tag in its buffer and returns a
+``<parameter=…>`` children), ``<function>name</function>{…}``, Mistral's ``[TOOL_CALLS]`` and
+DeepSeek's ``<｜tool▁call▁begin｜>`` tokens (gpt-oss's ``to=functions.name`` is :mod:`._harmony`).
+Each reader gets the parser (:class:`Host`) and the index of the tag in its buffer and returns a
 :data:`Resolution`: the segment found and where it ends, or :data:`NEED` when the text so far
 cannot decide yet (only possible before the reply is final).
 """
@@ -15,22 +15,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
-from toolshim.dialects._native import GLM_ARG_KEY, INVOKE_PREFIXES, KIMI_CALL, glm_call, is_glm_body
+from toolshim.dialects._native import (
+    DSML_BARS,
+    GLM_ARG_KEY,
+    INVOKE_PREFIXES,
+    KIMI_CALL,
+    glm_call,
+    is_glm_body,
+)
 from toolshim.dialects._scan import OPEN, TOO_DEEP, RepairBudget, decode_value
-from toolshim.dialects._values import parameter_value
+from toolshim.dialects._values import parameter_value, repair_quotes
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
 __all__ = [
+    "FUNCTION_CLOSE",
     "MARKERS",
     "NEED",
     "TAG_PREFIXES",
     "Host",
     "Resolution",
     "read_deepseek",
+    "read_function_close",
     "read_function_name_tag",
     "read_function_tag",
-    "read_harmony",
     "read_inline_code",
     "read_marker",
     "read_mistral",
@@ -60,7 +68,6 @@ MARKERS = (
     "</tool_call>",
     "<tools>",
     "</tools>",
-    "</function>",
     "<|channel|>",
     "<|constrain|>",
     "<|message|>",
@@ -85,11 +92,17 @@ MARKERS = (
     "<function_calls>",
     "</function_calls>",
     "</invoke>",
-    "<｜DSML｜function_calls>",
-    "</｜DSML｜function_calls>",
-    "<｜DSML｜tool_calls>",
-    "</｜DSML｜tool_calls>",
-    "</｜DSML｜invoke>",
+    *(
+        f"{opening}{bar}DSML{bar}{tag}>"
+        for bar in DSML_BARS
+        for opening, tag in (
+            ("<", "function_calls"),
+            ("</", "function_calls"),
+            ("<", "tool_calls"),
+            ("</", "tool_calls"),
+            ("</", "invoke"),
+        )
+    ),
     "<minimax:tool_call>",
     "</minimax:tool_call>",
     "<seed:tool_call>",
@@ -106,6 +119,11 @@ MARKERS = (
 )
 """Tokens that carry no content of their own: dropped wherever they appear."""
 
+FUNCTION_CLOSE = "</function>"
+"""Not a marker: it closes a call (a model that closes it twice leaves one after the call,
+dropped as a marker there), and anywhere else it is text (an answer that quotes it)."""
+_CLOSER_GAP = 16
+"""Most spaces between a call and a ``</function>`` that closes it again."""
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 DEEPSEEK_OPEN = "<｜tool▁call▁begin｜>"
@@ -115,6 +133,7 @@ TAG_PREFIXES = (
     TOOL_CALL_OPEN,
     "<function=",
     "<function>",
+    FUNCTION_CLOSE,
     "<parameter=",
     "<think>",
     "<thinking>",
@@ -142,10 +161,6 @@ _TOOL_CALL_END = re.compile(r"<tool_call>|</tool_call>", re.IGNORECASE)
 _PARAMETER = re.compile(r"<parameter=([^>\s]{1,128})\s*>", re.IGNORECASE)
 _PARAMETER_END = re.compile(r"</parameter>|<parameter=", re.IGNORECASE)
 _MISTRAL_HEAD = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(\[ARGS\])?\s*")
-_HARMONY_HEADER = re.compile(
-    r"(?:\s|<\|constrain\|>|<\|channel\|>|<\|message\|>|commentary|analysis|json|code)*",
-    re.IGNORECASE,
-)
 _DEEPSEEK_END = re.compile(re.escape(DEEPSEEK_CLOSE) + "|" + re.escape(DEEPSEEK_OPEN))
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _STRAY = re.compile(r"[\s}\]),;]*")
@@ -179,6 +194,15 @@ def read_marker(host: Host, t: int, marker: str, final: bool) -> Resolution:
             end += len(word)
             break
     return Segment("marker", buf[t:end]), end
+
+
+def read_function_close(buf: str, t: int, call_end: int) -> Resolution:
+    """``</function>`` at ``t``: a marker within a few spaces after a call that ends at
+    ``call_end`` (a model that closes it twice, or more); anywhere else, text."""
+    end = t + len(FUNCTION_CLOSE)
+    if call_end >= 0 and t - call_end <= _CLOSER_GAP and not buf[call_end:t].strip():
+        return Segment("marker", buf[t:end]), end
+    return None, end
 
 
 def only_stray(text: str) -> bool:
@@ -260,7 +284,7 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
     if _PARAMETER.search(body):
         call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     else:
-        call = json_arguments_call(name, _decode_body(body, host.budget), raw)
+        call = json_arguments_call(name, _decode_body(body, host), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -304,7 +328,7 @@ def _glued_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolu
         return NEED  # a closing > or </function> may still come
     end = tail.end() if tail is not None else close
     raw = buf[t:end]
-    call = json_arguments_call(name, _decode_body(inside, host.budget), raw)
+    call = json_arguments_call(name, _decode_body(inside, host), raw)
     return calls_segment(raw, Interpretation((call,))), end
 
 
@@ -365,60 +389,6 @@ _MISTRAL_PARTIAL = re.compile(
 """What may still become ``name[ARGS]{`` after ``[TOOL_CALLS]``."""
 
 
-def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> Resolution:
-    """gpt-oss: ``to=functions.NAME [<|constrain|>]json<|message|>{…}[<|call|>]``."""
-    buf = host.buf
-    header = _HARMONY_HEADER.match(buf, name_end)
-    j = header.end() if header else name_end
-    if j >= len(buf):
-        return NEED if not final and j - name_end < 80 else (None, name_end)
-    if buf[j] != "{":
-        if not final and j - name_end < 80 and _partial_harmony(buf[j:]):
-            return NEED
-        return None, name_end
-    close = host.close_of(j)
-    if close == OPEN and not final:
-        return NEED
-    if close == TOO_DEEP:
-        return too_deep(harmony_name(host.index, name), buf[t:j]), j
-    close = len(buf) if close == OPEN else close
-    end = close
-    for token in ("<|call|>", "<|end|>"):
-        if buf.startswith(token, close):
-            end = close + len(token)
-            break
-    raw = buf[t:end]
-    call = json_arguments_call(harmony_name(host.index, name), host.decode(j, close), raw)
-    return calls_segment(raw, Interpretation((call,))), end
-
-
-def harmony_name(index: ToolIndex, name: str) -> str:
-    """The tool a harmony header names; ``shelljson`` is ``shell`` with ``json`` glued on."""
-    if index.resolve(name) is None and name.lower().endswith("json"):
-        glued = index.resolve(name[:-4])
-        if glued is not None:
-            return glued
-    return index.canonical(name)
-
-
-_HARMONY_WORDS = (
-    "<|constrain|>",
-    "<|message|>",
-    "<|channel|>",
-    "commentary",
-    "analysis",
-    "json",
-    "code",
-)
-"""What the header after ``to=functions.NAME`` is made of (the recipient may come before
-``<|channel|>``: ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>``)."""
-
-
-def _partial_harmony(rest: str) -> bool:
-    low = rest.lower()
-    return any(w.startswith(low) for w in _HARMONY_WORDS)
-
-
 def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
     """``<｜tool▁call▁begin｜>[function<｜tool▁sep｜>]name…<｜tool▁call▁end｜>`` (DeepSeek V3/R1/V3.1)."""
     buf = host.buf
@@ -437,10 +407,10 @@ def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
         call = ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
     elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
         name, _, args = rest.strip().partition("\n")
-        decoded = _decode_body(_unfence(args), host.budget)
+        decoded = _decode_body(_unfence(args), host)
         call = json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
     else:  # V3.1: NAME<sep>{…}
-        decoded = _decode_body(rest, host.budget)
+        decoded = _decode_body(rest, host)
         call = json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
     return calls_segment(raw, Interpretation((call,))), end
 
@@ -453,9 +423,13 @@ def _unfence(text: str) -> str:
 _EMPTY: tuple[object, bool] = ({}, False)
 
 
-def _decode_body(body: str, budget: RepairBudget) -> tuple[object, bool] | None:
-    """A tag body's arguments (nothing at all is no arguments)."""
-    return decode_value(body, budget=budget) if body.strip() else _EMPTY
+def _decode_body(body: str, host: Host) -> tuple[object, bool] | None:
+    """A tag body's arguments (nothing at all is no arguments); quotes left unescaped inside
+    string values are read with the schema's keys (:func:`._values.repair_quotes`)."""
+    if not body.strip():
+        return _EMPTY
+    keys = host.index.argument_types()
+    return decode_value(body, budget=host.budget, fixer=lambda text: repair_quotes(text, keys))
 
 
 def parameters(

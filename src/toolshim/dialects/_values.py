@@ -2,8 +2,9 @@
 
 Markup formats (Qwen3-Coder's ``<parameter=…>``, GLM's ``<arg_value>``, ``<invoke>``'s
 ``<parameter name=…>``, Gemma's ``{key:value}``) carry every value as text. The schema says
-what it is: a ``string`` parameter keeps its text verbatim (spaces and quotes included; one
-newline or space at each end separates it from its tags); ``integer``, ``number``,
+what it is: a ``string`` parameter keeps its text verbatim (spaces and quotes included; in
+formats whose template pads values, one newline or space at each end separates it from its
+tags); ``integer``, ``number``,
 ``boolean``, ``array`` and ``object`` parameters are decoded from JSON or Python literals
 (``['a', 'b']``, ``{'k': 1}``, ``True``, ``14``). Without a schema, text that reads as a JSON
 value is that value and anything else stays a string.
@@ -31,14 +32,22 @@ _FALSE = frozenset({"false", "no", "0", "off"})
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
-def parameter_value(text: str, kind: str | None, budget: RepairBudget | None = None) -> Any:
-    """One value written as text, read as the schema's ``kind`` says (None: unknown)."""
+def parameter_value(
+    text: str, kind: str | None, budget: RepairBudget | None = None, *, padded: bool = True
+) -> Any:
+    """One value written as text, read as the schema's ``kind`` says (None: unknown).
+
+    ``padded``: the format separates a value from its tags with one newline or space at each
+    end (Qwen3-Coder's template writes ``<parameter=k>\nvalue\n</parameter>``), dropped
+    wherever it is. Formats that write ``<parameter name="k">value</parameter>`` (DSML,
+    ``<invoke>``, GLM) keep a string as it is, unless both of its ends carry the same padding."""
     if kind == "string":
-        # One newline or space at each end separates the value from its tags (the templates
-        # write "<parameter=k>\nvalue\n</parameter>"); everything else is the value.
-        if text[:1] in ("\n", " "):
+        pads = ("\n", " ")
+        if not padded and not (len(text) >= 2 and text[0] == text[-1] and text[0] in pads):
+            return text  # "print(1)\n\n\n" is the file's content, its last lines included
+        if text[:1] in pads:
             text = text[1:]
-        return text[:-1] if text[-1:] in ("\n", " ") else text
+        return text[:-1] if text[-1:] in pads else text
     stripped = text.strip()
     low = stripped.lower()
     if kind == "boolean" and (low in _TRUE or low in _FALSE):
@@ -72,13 +81,15 @@ def typed_arguments(
     budget: RepairBudget | None = None,
     *,
     verbatim: frozenset[str] = frozenset(),
+    padded: bool = True,
 ) -> dict[str, Any]:
     """``(key, text)`` pairs as arguments, each value typed by the schema of tool ``name``
-    (keys in ``verbatim`` are strings whatever the schema says)."""
+    (keys in ``verbatim`` are strings whatever the schema says; ``padded``: see
+    :func:`parameter_value`)."""
     out: dict[str, Any] = {}
     for key, text in pairs:
         kind = "string" if key in verbatim else index.parameter_type(name, key)
-        out[key] = parameter_value(text, kind, budget)
+        out[key] = parameter_value(text, kind, budget, padded=padded)
     return out
 
 
@@ -250,6 +261,7 @@ def repair_quotes(text: str, keys: Mapping[str, str | None]) -> dict[str, Any] |
         return None
     names = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
     key_re = re.compile(r'([{,]\s*)"(' + names + r')"\s*:\s*')
+    comma_missing = re.compile(r'"\s*"(?:' + names + r')"\s*:')
     found = list(key_re.finditer(text))
     if not found:
         return None
@@ -267,6 +279,8 @@ def repair_quotes(text: str, keys: Mapping[str, str | None]) -> dict[str, Any] |
         if close <= m.end():
             return None
         inner = text[m.end() + 1 : close]
+        if comma_missing.search(inner) is not None:
+            return None  # ``"a" "key":``: another key, not a quote inside this value
         parts.append(json.dumps(_unescape(inner), ensure_ascii=False))
         last = close + 1
     parts.append(text[last:])

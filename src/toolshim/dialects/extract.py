@@ -40,6 +40,7 @@ from typing import Any
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
 from toolshim.dialects._dispatch import read_fence, read_tag
+from toolshim.dialects._harmony import read_harmony
 from toolshim.dialects._named import NAME_TAG
 from toolshim.dialects._nameless import lone_list_calls
 from toolshim.dialects._native import (
@@ -59,12 +60,13 @@ from toolshim.dialects._scan import (
     find_ci,
 )
 from toolshim.dialects._tags import (
+    FUNCTION_CLOSE,
     MARKERS,
     NEED,
     TAG_PREFIXES,
     Resolution,
     only_stray,
-    read_harmony,
+    read_function_close,
     read_inline_code,
     read_mistral,
 )
@@ -142,6 +144,7 @@ class ReplyParser:
         self._answer: AnswerString | None = None
         self._bracket_search = (0, -1, 0)  # (from, first trigger found or -1, buffer length)
         self._named_token: int | None = None  # the token after a name found by looking back
+        self._call_end = -1  # where the last call read ends
 
     # -- public ---------------------------------------------------------------------------
 
@@ -264,6 +267,10 @@ class ReplyParser:
                 break
             segment, end = resolved
             out.append(Segment("text", self._buf[t:end]) if segment is None else segment)
+            if segment is not None and (
+                segment.kind == "calls" or segment.text.lower() == FUNCTION_CLOSE
+            ):
+                self._call_end = end  # a call, or a </function> that closed one again
             self._advance(end)
         return merge_segments(out)
 
@@ -369,6 +376,8 @@ class ReplyParser:
                 return read_fence(self, t, final)
             return read_inline_code(self, t, final)
         if ch == "<":
+            if buf[t : t + len(FUNCTION_CLOSE)].lower() == FUNCTION_CLOSE:
+                return read_function_close(buf, t, self._call_end)
             return read_tag(self, t, final)
         if ch == "[":
             head = buf[t : t + 20].upper()

@@ -393,11 +393,17 @@ def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -
     if len(calls) < 2:
         return list(calls)
     by_name = {t.name: t for t in turn.request.function_tools}
+    ungrounded = {
+        i: bad for i, c in enumerate(calls) if (bad := _ungrounded(c, by_name.get(c.name), said))
+    }
+    if len(ungrounded) == len(calls):
+        # Beside nothing but made-up calls there is no result to wait for: the whole reply is
+        # judged as one (grounding_problems), not cut down to the calls without a digit.
+        ungrounded = {}
     made_up = {
         i: bad
         for i, c in enumerate(calls)
-        if ((bad := _ungrounded(c, by_name.get(c.name), said)) and _identifier_like(c))
-        or (bad := _numbered_ids(c))
+        if ((bad := ungrounded.get(i, [])) and _identifier_like(c)) or (bad := _numbered_ids(c))
     }
     if not made_up or len(made_up) == len(calls):
         return list(calls)

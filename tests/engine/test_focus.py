@@ -170,3 +170,36 @@ async def test_full_system_and_unfocused_requests_keep_the_callers_instructions(
         completion = await engine.acomplete(body)
         assert CLAUDE_SYSTEM in upstream.history[0]["messages"][0]["content"]
         assert not [w for w in completion.meta.warnings if w.startswith("system prompt")]
+
+
+async def test_a_coding_agents_turn_takes_the_first_step_of_a_chain() -> None:
+    """The 1.5B's read-then-write in one reply, the write needing the read's result."""
+    chain = (
+        '[Read(file_path="config.ini"), Write(file_path="port.txt", '
+        'content=str(Bash(command="grep port config.ini")))]'
+    )
+    path = {"type": "string"}
+    tools = [
+        tool("Agent", prompt=path),
+        tool("Bash", command=path),
+        tool("Read", file_path=path),
+        tool("Write", file_path=path, content=path),
+    ]
+    for spec in tools:
+        props = spec["function"]["parameters"]["properties"]
+        spec["function"]["parameters"]["required"] = list(props)
+    body = request(tools)
+    body["messages"][0]["content"] = "Read config.ini and write its port into port.txt"
+    upstream = FunctionUpstream(lambda body: chain)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["Read"], completion.meta
+    assert json.loads(completion.message.tool_calls[0].arguments) == {"file_path": "config.ini"}
+    assert completion.meta.reasks == 0 and len(upstream.history) == 1
+    assert any(w.startswith("one step at a time") for w in completion.meta.warnings)
+    unfocused = Engine(
+        FunctionUpstream(lambda body: chain), mode="force", dialect="pythonic", registry=Registry()
+    )
+    assert (await unfocused.acomplete(body)).meta.reasks > 0

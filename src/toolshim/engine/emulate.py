@@ -124,6 +124,8 @@ def check(
     ``native`` reply is held to the request's rules only, not to the dialect's)."""
     request = turn.request
     calls, finish = drop_repeats_in_reply(turn, calls, finish)
+    if turn.one_step and not native and len(calls) > 1:
+        calls = first_step(turn, calls)
     if not native:
         calls, dropped = drop_undeclared_arguments(calls, request.function_tools)
         for warning in dropped:
@@ -153,6 +155,19 @@ def check(
     if problems:
         return replace(verdict, problems=tuple(problems))
     return verdict
+
+
+def first_step(turn: Turn, calls: Sequence[ParsedCall]) -> Sequence[ParsedCall]:
+    """A coding agent's turn takes one step: the reply's first call, the later ones left for
+    the next turn, when the first call's result is in. The 1.5B wrote a whole chain at once,
+    ``[Read(file_path="config.ini"), Write(file_path="port.txt", content=str(Bash(…)))]``,
+    and wrote it again after each re-ask; its first step alone was right."""
+    later = ", ".join(repr(c.name) for c in calls[1:] if c.name) or "unnamed"
+    turn.warn(
+        f"one step at a time: kept the first call ({calls[0].name!r}); later call(s) "
+        f"{later} left for the next turn, once its result is in"
+    )
+    return calls[:1]
 
 
 def judge(turn: Turn, text: str, finish: str | None = None) -> tuple[ParsedReply, Verdict]:

@@ -20,7 +20,9 @@ from toolshim.cli._common import (
     upstream_target,
 )
 from toolshim.cli._options import (
+    CtxSizeOption,
     DialectOption,
+    LocalModelOption,
     ModelFileOption,
     ModeOption,
     RegistryOption,
@@ -70,6 +72,8 @@ def register(app: typer.Typer) -> None:
 def chat(
     upstream: UpstreamOption = None,
     model_file: ModelFileOption = None,
+    local_model: LocalModelOption = None,
+    ctx_size: CtxSizeOption = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -121,7 +125,7 @@ def chat(
         options = EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect)
         prompt_timeout = _prompt_timeout()
         loaded = load_tools(tools or (), builtin=not no_builtin_tools)
-        check_upstream_choice(upstream, model_file)
+        check_upstream_choice(upstream, model_file, local_model)
     except ConfigError as exc:
         fail(err, exc.message)
     settings = ChatSettings(
@@ -138,7 +142,9 @@ def chat(
     toolshim_log.propagate = False
     try:
         store = open_registry(registry, err)
-        with upstream_target(upstream, model_file, store, err) as target:
+        with upstream_target(
+            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
+        ) as target:
             code = asyncio.run(
                 _session(
                     target,

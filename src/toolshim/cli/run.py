@@ -25,9 +25,17 @@ from toolshim.agent.events import (
 from toolshim.agent.guards import call_signature
 from toolshim.agent.phases import RunResult, arun_agent_file
 from toolshim.agent.trace import TracingUpstream
-from toolshim.cli._common import EMBEDDED_HINT, fail, open_registry, upstream_target
+from toolshim.cli._common import (
+    EMBEDDED_HINT,
+    check_upstream_choice,
+    fail,
+    open_registry,
+    upstream_target,
+)
 from toolshim.cli._options import (
+    CtxSizeOption,
     DialectOption,
+    LocalModelOption,
     RegistryOption,
     StrategyOption,
     TemperatureOption,
@@ -86,6 +94,8 @@ def run_command(
         ),
     ] = "{}",
     upstream: UpstreamOption = None,
+    local_model: LocalModelOption = None,
+    ctx_size: CtxSizeOption = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -131,13 +141,16 @@ def run_command(
             parse_strategy(strategy)
         if dialect is not None:
             get_dialect(dialect)
+        check_upstream_choice(upstream, None, local_model)
     except ConfigError as exc:
         fail(err, exc.message)
     report = _Report(err, verbose=verbose, phases=len(spec.phases))
     params = {"temperature": temperature} if temperature is not None else None
     try:
         store = open_registry(registry, err)
-        with upstream_target(upstream, None, store, err) as target:
+        with upstream_target(
+            upstream, None, store, err, local_model=local_model, ctx_size=ctx_size
+        ) as target:
             traced = TracingUpstream(
                 OpenAIUpstream(target.base_url, key=target.key, api_key=api_key),
                 on_request=report.request if verbose else None,

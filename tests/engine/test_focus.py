@@ -203,3 +203,32 @@ async def test_a_coding_agents_turn_takes_the_first_step_of_a_chain() -> None:
         FunctionUpstream(lambda body: chain), mode="force", dialect="pythonic", registry=Registry()
     )
     assert (await unfocused.acomplete(body)).meta.reasks > 0
+
+
+async def test_a_coding_agents_prompt_keeps_its_system_message_across_turns() -> None:
+    """The upstream's cache serves what is byte for byte the same: the system message."""
+    upstream = FunctionUpstream(lambda body: "Done.")
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    first = request(CLAUDE_TOOLS)
+    await engine.acomplete(first)
+    later = request(CLAUDE_TOOLS)
+    later["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "Bash", "arguments": '{"command": "ls"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "greeting.txt"},
+    ]
+    await engine.acomplete(later)
+    one, two = (h["messages"] for h in upstream.history)
+    assert one[0] == two[0]
+    assert two[1]["content"].startswith(one[1]["content"])  # the question, then the results

@@ -100,7 +100,10 @@ class Turn:
             parallel=self.request.allows_parallel,
             decision=self.strategy is Strategy.DECISION,
             constrained=self.constrained,
-            results=self.results_in,
+            # A coding agent's tool prompt stays byte for byte the same from turn to turn, so
+            # the upstream's KV cache serves it (results are folded into the question with what
+            # to do now): its turn 2 re-read 17% of the prompt for one changed line.
+            results=self.results_in and not self.one_step,
         )
 
     @cached_property

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.focus import (
@@ -229,6 +231,74 @@ async def test_a_coding_agents_prompt_keeps_its_system_message_across_turns() ->
         {"role": "tool", "tool_call_id": "c1", "content": "greeting.txt"},
     ]
     await engine.acomplete(later)
-    one, two = (h["messages"] for h in upstream.history)
+    one, two = (h["messages"] for h in upstream.history[:2])
     assert one[0] == two[0]
     assert two[1]["content"].startswith(one[1]["content"])  # the question, then the results
+
+
+def after_read(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    body = request(tools)
+    body["messages"][0]["content"] = "Read config.ini and write its port into port.txt"
+    read = {"name": "Read", "arguments": '{"file_path": "config.ini"}'}
+    body["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": read}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "[server]\nport = 8421\n"},
+    ]
+    return body
+
+
+FILE_TOOLS = [
+    tool(name, **{p: {"type": "string"} for p in params})
+    for name, params in (
+        ("Agent", ["prompt"]),
+        ("Read", ["file_path"]),
+        ("Write", ["file_path", "content"]),
+    )
+]
+for _spec in FILE_TOOLS:
+    _spec["function"]["parameters"]["required"] = list(
+        _spec["function"]["parameters"]["properties"]
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_coding_agent_that_answers_where_a_step_is_left_is_asked_once(stream: bool) -> None:
+    replies = iter(
+        [
+            "The port setting in config.ini is 8421.",
+            '[Write(file_path="port.txt", content="8421")]',
+        ]
+    )
+    upstream = FunctionUpstream(lambda body: next(replies))
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    body = after_read(FILE_TOOLS)
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        text = "".join(c.content or "" for c in chunks)
+        names = [c.tool_calls[0].name for c in chunks if c.tool_calls and c.tool_calls[0].name]
+        assert names == ["Write"] and "8421." not in text  # the held answer never went out
+    else:
+        completion = await engine.acomplete(body)
+        assert [c.name for c in completion.message.tool_calls] == ["Write"]
+    check = upstream.history[1]["messages"][-1]["content"]
+    assert "If any part of it is not done yet" in check
+
+
+async def test_a_coding_agents_answer_confirmed_once_is_returned() -> None:
+    upstream = FunctionUpstream(lambda body: "Done: port.txt holds 8421.")
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    completion = await engine.acomplete(after_read(FILE_TOOLS))
+    assert completion.message.content == "Done: port.txt holds 8421."
+    assert len(upstream.history) == 2  # the answer, the check, no more
+    plain = FunctionUpstream(lambda body: "The port is 8421.")
+    unfocused = Engine(plain, mode="force", dialect="pythonic", registry=Registry())
+    await unfocused.acomplete(after_read(FILE_TOOLS))
+    assert len(plain.history) == 1  # an application's own turn is answered as before

@@ -154,13 +154,22 @@ class TurnDriver:
     """What the next attempt adds after the history: each re-ask's reply and correction."""
     streamed: str = ""
     """Prose sent to the caller by the attempts before this one."""
+    confirm: str | None = None
+    """Ask this once before a text answer is returned: whether a step is still to be done
+    (a coding agent's turn after results; see :data:`NEXT_STEP_CHECK`)."""
+    confirmed: bool = False
 
     @property
     def hold_text(self) -> bool:
         """Whether a streamed attempt must hold its prose until the end (it may not be the
         answer: under a forced ``tool_choice``, in the caller's ``response_format``, after
         a re-ask)."""
-        return self.formatted or self.forced or self.reasks > 0
+        return (
+            self.formatted
+            or self.forced
+            or self.reasks > 0
+            or (self.confirm is not None and not self.confirmed)
+        )
 
     def feed(self, attempt: Attempt) -> Step:
         if attempt.answer_now:
@@ -194,6 +203,15 @@ class TurnDriver:
             return AnswerWithoutTools()
         if self.formatted:
             return AnswerWithoutTools(FORMAT_WARNING)
+        if self.confirm is not None and not self.confirmed and attempt.prose.strip():
+            self.confirmed = True
+            self.reasks += 1
+            self.messages = (
+                *self.messages,
+                Message("assistant", attempt.reply),
+                Message("user", self.confirm),
+            )
+            return Reask(self.messages)
         if not (attempt.sent + attempt.prose).strip():
             if attempt.declined:
                 return AnswerWithoutTools()  # declined without answering
@@ -237,9 +255,25 @@ def _correction(turn: Turn, problems: Sequence[str]) -> str:
     return reask_message(problems, turn.request.function_tools, turn.dialect, turn.prompt_options)
 
 
+NEXT_STEP_CHECK = (
+    "Before you finish, check the user's request again. If any part of it is not done yet (a "
+    "file to write or change, a command to run), make the call for that part now. If every "
+    "part is done, give your answer again."
+)
+"""Asked once before a coding agent's text answer after results: the 1.5B read config.ini,
+then answered "The port setting in config.ini is 1." where it was asked to write the port into
+a file; small models answer where the next step is a call."""
+
+
 def driver_for(turn: Turn) -> TurnDriver:
     """The driver of an emulated turn that offers tools."""
+    confirm = (
+        NEXT_STEP_CHECK
+        if turn.one_step and turn.results_in and turn.request.choice.kind == "auto"
+        else None
+    )
     return TurnDriver(
+        confirm=confirm,
         max_reasks=turn.max_reasks,
         correction=partial(_correction, turn),
         forced=turn.request.choice.kind != "auto",

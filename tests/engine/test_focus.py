@@ -302,3 +302,28 @@ async def test_a_coding_agents_answer_confirmed_once_is_returned() -> None:
     unfocused = Engine(plain, mode="force", dialect="pythonic", registry=Registry())
     await unfocused.acomplete(after_read(FILE_TOOLS))
     assert len(plain.history) == 1  # an application's own turn is answered as before
+
+
+async def test_a_coding_agents_tools_show_only_required_parameters() -> None:
+    path = {"type": "string", "description": "The absolute path."}
+    read = tool(
+        "Read",
+        "Reads a file.",
+        file_path=path,
+        limit={"type": "integer", "description": "Lines to read. Only if the file is large."},
+    )
+    read["function"]["parameters"]["required"] = ["file_path"]
+    focused, _ = await served([read, tool("Agent")], offer_tools="coding")
+    assert "file_path" in focused and "limit" not in focused
+    upstream = FunctionUpstream(
+        lambda body: (
+            '<tool_call>{"name": "Read", "arguments": {"file_path": "a", "limit": 5}}</tool_call>'
+        )
+    )
+    engine = Engine(
+        upstream, mode="force", dialect="hermes", registry=Registry(), offer_tools="coding"
+    )
+    completion = await engine.acomplete(request([read, tool("Agent")]))
+    assert json.loads(completion.message.tool_calls[0].arguments) == {"file_path": "a", "limit": 5}
+    full, _ = await served([read, tool("Agent")], offer_tools="coding", compact_tools=False)
+    assert "limit" in full

@@ -256,22 +256,30 @@ def _correction(turn: Turn, problems: Sequence[str]) -> str:
 
 
 NEXT_STEP_CHECK = (
-    "Before you finish, check the user's request again. If any part of it is not done yet (a "
-    "file to write or change, a command to run), make the call for that part now. If every "
-    "part is done, give your answer again."
+    "Before you finish, check the user's request again: {question} If any part of it is not "
+    "done yet (a file to write or change, a command to run), make the call for that part now: "
+    "saying a value in your answer does not write it anywhere. If every part is done, give "
+    "your answer again."
 )
 """Asked once before a coding agent's text answer after results: the 1.5B read config.ini,
 then answered "The port setting in config.ini is 1." where it was asked to write the port into
 a file; small models answer where the next step is a call."""
 
 
+def _quoted_question(turn: Turn) -> str:
+    """The user's last words before the results, quoted (the last 300 characters)."""
+    for message in reversed(turn.request.messages):
+        if message.role == "user" and message.text.strip():
+            text = " ".join(message.text.split())
+            return f"«{text[-300:]}»"
+    return "(above)."
+
+
 def driver_for(turn: Turn) -> TurnDriver:
     """The driver of an emulated turn that offers tools."""
-    confirm = (
-        NEXT_STEP_CHECK
-        if turn.one_step and turn.results_in and turn.request.choice.kind == "auto"
-        else None
-    )
+    confirm = None
+    if turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
+        confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
     return TurnDriver(
         confirm=confirm,
         max_reasks=turn.max_reasks,

@@ -63,7 +63,7 @@ def emulation_body(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        shown = condense_tools(tools) if turn.compact else tools
+        shown = condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
         text = rendered_tools(turn.dialect, shown, turn.prompt_options)
     if text is None and turn.results_in:
         history = fold_results(request.messages, turn.dialect)  # an answer from the results

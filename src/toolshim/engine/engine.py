@@ -284,7 +284,7 @@ class Engine:
             prefill=self.registry.supports(key, chat.model, "prefill"),
             doubt=self.registry.supports(key, chat.model, "doubt"),
             markup=_family_markup(chat.model),
-            compact=_compact(options.compact_tools, chat.function_tools),
+            compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
         )
         for note in schema_notes:
@@ -441,9 +441,12 @@ async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-def _compact(setting: bool | None, tools: Sequence[ToolSpec]) -> bool:
-    """Condense the tools in the prompt: as set, else when their schemas are long."""
-    return setting if setting is not None else schema_size(tools) > COMPACT_OVER
+def _compact(setting: bool | None, tools: Sequence[ToolSpec], focused: bool) -> bool:
+    """Condense the tools in the prompt: as set, else for a coding agent's focused turn or
+    when their schemas are long."""
+    if setting is not None:
+        return setting
+    return focused or schema_size(tools) > COMPACT_OVER
 
 
 def _family_markup(model: str) -> str | None:

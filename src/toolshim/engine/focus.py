@@ -189,16 +189,33 @@ def schema_size(tools: Sequence[ToolSpec]) -> int:
     return total
 
 
-def condense_tools(tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
-    """The tools as the prompt shows them when condensed (see the module docstring)."""
+def condense_tools(
+    tools: Sequence[ToolSpec], *, required_only: bool = False
+) -> tuple[ToolSpec, ...]:
+    """The tools as the prompt shows them when condensed (see the module docstring);
+    ``required_only`` shows only the parameters a call must give (a coding agent's turn on a
+    small model: the 1.5B read one line of config.ini with ``Read``'s optional ``limit=1``, and
+    wrote a made-up port). A call may still give the others: it is checked against the full
+    schema."""
     return tuple(
         replace(
             tool,
             description=first_sentences(tool.description, _DESCRIPTION_LIMIT),
-            parameters=_condensed_schema(tool.parameters),
+            parameters=_condensed_schema(
+                _required_only(tool.parameters) if required_only else tool.parameters
+            ),
         )
         for tool in tools
     )
+
+
+def _required_only(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, Mapping) or not isinstance(required, list) or not required:
+        return schema
+    kept = {k: v for k, v in properties.items() if k in required}
+    return {**schema, "properties": kept} if kept else schema
 
 
 def first_sentences(text: str, limit: int) -> str:

@@ -155,12 +155,14 @@ async def test_a_coding_agents_instructions_become_a_brief_with_its_environment(
     completion = await engine.acomplete(body)
     system = upstream.history[0]["messages"][0]["content"]
     assert system.startswith("You are a coding agent")
-    assert "Primary working directory: /tmp/task" in system and "Platform: linux" in system
+    assert "/tmp/task" not in system  # the same system message for every session
     assert "sub-agents" not in system and "deferred tools" not in system
+    first_user = upstream.history[0]["messages"][1]["content"]
+    assert first_user.startswith("Environment:\n- Primary working directory: /tmp/task")
+    assert "- Platform: linux" in first_user
     (note,) = [w for w in completion.meta.warnings if w.startswith("system prompt condensed")]
     assert str(len(CLAUDE_SYSTEM)) not in note  # the count is of what was left out, not zero
-    users = [m for m in upstream.history[0]["messages"] if m["role"] == "user"]
-    assert "Create greeting.txt" in users[0]["content"]  # the user's words are all kept
+    assert first_user.endswith("Create greeting.txt saying hi")  # the user's words kept
 
 
 async def test_full_system_and_unfocused_requests_keep_the_callers_instructions() -> None:

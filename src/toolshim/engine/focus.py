@@ -106,20 +106,28 @@ _ENVIRONMENT = re.compile(
 
 
 def brief_system(request: ChatRequest) -> tuple[ChatRequest, int]:
-    """The request with its system and developer messages replaced by :data:`BRIEF` and the
-    environment lines they held, and how many characters of instructions were left out (0:
-    unchanged, when there were none)."""
+    """The request with its system and developer messages replaced by :data:`BRIEF`, the
+    environment lines they held moved to the start of the first user message, and how many
+    characters of instructions were left out (0: unchanged, when there were none).
+
+    The system message is then the same for every session (the brief, then the tools), so the
+    upstream's cache serves it to the next task too; what differs per session (the working
+    directory) comes after it, as Codex itself sends its environment."""
     system = [m for m in request.messages if m.role in ("system", "developer")]
     if not system:
         return request, 0
     text = "\n\n".join(m.text for m in system)
     facts = list(dict.fromkeys(" ".join(m.group(0).split()) for m in _ENVIRONMENT.finditer(text)))
-    brief = BRIEF + (
-        "\n\nEnvironment:\n" + "\n".join(f"- {f.lstrip('- ')}" for f in facts) if facts else ""
-    )
     kept = [m for m in request.messages if m.role not in ("system", "developer")]
-    messages = (Message("system", brief), *kept)
-    return replace(request, messages=messages), max(0, len(text) - len(brief))
+    if facts:
+        environment = "Environment:\n" + "\n".join(f"- {f.lstrip('- ')}" for f in facts)
+        first = next((i for i, m in enumerate(kept) if m.role == "user"), None)
+        if first is None:
+            kept.insert(0, Message("user", environment))
+        else:
+            kept[first] = kept[first].with_text(f"{environment}\n\n{kept[first].text}")
+    messages = (Message("system", BRIEF), *kept)
+    return replace(request, messages=messages), max(0, len(text) - len(BRIEF))
 
 
 def parse_offer_tools(value: str | Sequence[str] | None) -> tuple[str, ...] | None:

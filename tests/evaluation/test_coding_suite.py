@@ -256,3 +256,21 @@ def test_eval_suite_coding_help_names_its_options() -> None:
     assert done.returncode == 0, done.stderr
     for flag in ("--client", "--task", "--keep", "coding"):
         assert flag in done.stdout
+
+
+def test_the_recorder_reads_cache_figures_from_anthropic_and_responses_usage() -> None:
+    from toolshim.evaluation.recorder import Exchange, _read_answer
+
+    messages = Exchange("POST", "/v1/messages", 0.0)
+    usage = {"input_tokens": 30, "cache_read_input_tokens": 970, "output_tokens": 5}
+    _read_answer(messages, json.dumps({"type": "message", "usage": usage}).encode())
+    assert (messages.prompt_tokens, messages.cached_tokens) == (1000, 970)
+    responses = Exchange("POST", "/v1/responses", 0.0)
+    done = {
+        "type": "response.completed",
+        "response": {
+            "usage": {"input_tokens": 800, "input_tokens_details": {"cached_tokens": 700}}
+        },
+    }
+    _read_answer(responses, f"event: response.completed\ndata: {json.dumps(done)}\n\n".encode())
+    assert (responses.prompt_tokens, responses.cached_tokens) == (800, 700)

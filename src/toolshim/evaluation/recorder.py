@@ -155,6 +155,8 @@ def _read_answer(exchange: Exchange, data: bytes) -> None:
             exchange.prompt_tokens = timings["prompt_n"] + cached
             if isinstance(timings.get("predicted_n"), int):
                 exchange.output_tokens = timings["predicted_n"]
+        if exchange.prompt_tokens is None or not isinstance(timings, dict):
+            _read_usage(exchange, document)
         for holder in (document, document.get("delta"), document.get("response")):
             if isinstance(holder, dict) and isinstance(holder.get("toolshim"), dict):
                 exchange.toolshim = holder["toolshim"]
@@ -166,3 +168,24 @@ def _read_answer(exchange: Exchange, data: bytes) -> None:
         if document.get("type") == "response.failed" and exchange.error is None:
             failed = document.get("response", {}).get("error")
             exchange.error = str(failed)[:500] if failed else "response.failed"
+
+
+def _read_usage(exchange: Exchange, document: dict[str, Any]) -> None:
+    """Prompt and cached tokens from a protocol's own ``usage`` (llama-server's ``/v1/messages``
+    and ``/v1/responses`` carry no ``timings``): Anthropic's ``input_tokens`` leave out
+    ``cache_read_input_tokens``; the Responses API's include ``cached_tokens``."""
+    holders = [document, document.get("message"), document.get("response")]
+    for holder in holders:
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        read = usage.get("cache_read_input_tokens")
+        given = usage.get("input_tokens")
+        if isinstance(read, int) and isinstance(given, int):
+            exchange.prompt_tokens, exchange.cached_tokens = given + read, read
+            return
+        details = usage.get("input_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        if isinstance(given, int) and isinstance(cached, int):
+            exchange.prompt_tokens, exchange.cached_tokens = given, cached
+            return

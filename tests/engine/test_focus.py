@@ -329,3 +329,24 @@ async def test_a_coding_agents_tools_show_only_required_parameters() -> None:
     assert json.loads(completion.message.tool_calls[0].arguments) == {"file_path": "a", "limit": 5}
     full, _ = await served([read, tool("Agent")], offer_tools="coding", compact_tools=False)
     assert "limit" in full
+
+
+async def test_a_coding_agents_step_is_not_reasked_for_the_numbers_of_its_environment() -> None:
+    reply = '[Read(file_path="config.ini")]'
+    upstream = FunctionUpstream(lambda body: reply)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    read = tool("Read", file_path={"type": "string"}, limit={"type": "integer"})
+    read["function"]["parameters"]["required"] = ["file_path"]
+    body = request([read, FILE_TOOLS[2], FILE_TOOLS[0]])
+    body["messages"] = [
+        {
+            "role": "system",
+            "content": "Env:\n - Primary working directory: /tmp/run-42\nToday's date is 2026-11-28.",
+        },
+        {"role": "user", "content": "Read config.ini and write its port into port.txt"},
+    ]
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["Read"]
+    assert completion.meta.reasks == 0 and len(upstream.history) == 1

@@ -150,7 +150,9 @@ def check(
     if not problems:
         kept, problems = made_up_calls(turn, verdict.calls)
         verdict = replace(verdict, calls=tuple(kept))
-    if not problems and finish != "length":  # a cut reply's calls are not re-asked for more
+    # A cut reply's calls are not re-asked for more; nor a coding agent's step: the numbers
+    # in its message are its environment's (a date, a path), not arguments left out.
+    if not problems and finish != "length" and not turn.one_step:
         problems += unused_number_problems(turn, verdict.calls)
     if problems:
         return replace(verdict, problems=tuple(problems))

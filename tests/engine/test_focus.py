@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.focus import (
@@ -350,3 +351,78 @@ async def test_a_coding_agents_step_is_not_reasked_for_the_numbers_of_its_enviro
     completion = await engine.acomplete(body)
     assert [c.name for c in completion.message.tool_calls] == ["Read"]
     assert completion.meta.reasks == 0 and len(upstream.history) == 1
+
+
+def prefilling(answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
+    """A llama.cpp-like model: the answer, or, handed an assistant message to continue, that
+    message followed by ``continued``."""
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + continued
+        return answer
+
+    return reply
+
+
+def coding_engine(upstream: FunctionUpstream, dialect: str = "pythonic") -> Engine:
+    engine = Engine(
+        upstream, mode="force", dialect=dialect, registry=Registry(), offer_tools="coding"
+    )
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    return engine
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("dialect", "continued"),
+    [
+        ("pythonic", 'Write(file_path="port.txt", content="8421")]'),
+        (
+            "hermes",
+            'Write", "arguments": {"file_path": "port.txt", "content": "8421"}}\n</tool_call>',
+        ),
+    ],
+)
+async def test_an_answer_where_a_change_is_left_is_opened_as_the_next_call(
+    stream: bool, dialect: str, continued: str
+) -> None:
+    seen: list[dict[str, Any]] = []
+    upstream = FunctionUpstream(prefilling("The port is 8421.", continued, seen))
+    engine = coding_engine(upstream, dialect)
+    body = after_read(FILE_TOOLS)
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        calls = [c.tool_calls[0] for c in chunks if c.tool_calls and c.tool_calls[0].name]
+        assert "8421." not in "".join(c.content or "" for c in chunks)
+    else:
+        calls = list((await engine.acomplete(body)).message.tool_calls)
+    assert [c.name for c in calls] == ["Write"]
+    assert len(seen) == 2 and seen[1]["messages"][-1]["role"] == "assistant"
+
+
+async def test_the_answer_stands_when_the_opened_call_repeats_a_result_or_nothing_is_left() -> None:
+    seen: list[dict[str, Any]] = []
+    repeat = 'Read(file_path="config.ini")]'
+    upstream = FunctionUpstream(prefilling("The port is 8421.", repeat, seen))
+    completion = await coding_engine(upstream).acomplete(after_read(FILE_TOOLS))
+    assert completion.message.content == "The port is 8421." and len(seen) == 2
+    asked = after_read(FILE_TOOLS)
+    asked["messages"][0]["content"] = "What port does config.ini set?"  # no change asked
+    seen.clear()
+    upstream = FunctionUpstream(prefilling("The port is 8421.", repeat, seen))
+    completion = await coding_engine(upstream).acomplete(asked)
+    assert completion.message.content == "The port is 8421."
+    assert [m["role"] for m in seen[-1]["messages"]][-1] == "user"  # nothing opened
+
+
+def test_a_change_counts_as_made_by_a_writing_tool_or_a_writing_command() -> None:
+    from toolshim.engine.next_step import _changes
+
+    assert _changes("Write", "{}") and _changes("Edit", "{}")
+    assert _changes("Bash", '{"command": "echo 17 > count.txt"}')
+    assert _changes("exec_command", '{"cmd": "sed -i s/a/b/ f.py"}')
+    assert not _changes("Bash", '{"command": "wc -l data.txt 2>&1"}')
+    assert not _changes("Read", '{"file_path": "x"}')

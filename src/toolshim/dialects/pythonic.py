@@ -74,6 +74,9 @@ class PythonicDialect(Dialect):
             )
         return "\n".join(lines).strip()
 
+    def call_opening(self) -> str | None:
+        return "["
+
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         values = [(c.name, call_arguments(c)) for c in calls]
         if not all(isinstance(args, Mapping) for _, args in values):

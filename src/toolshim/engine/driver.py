@@ -35,6 +35,7 @@ from functools import partial
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
+from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError
@@ -47,6 +48,7 @@ __all__ = [
     "Attempt",
     "CutOff",
     "GiveUp",
+    "NextStep",
     "Reask",
     "ReturnCalls",
     "ReturnText",
@@ -113,6 +115,15 @@ class ReturnText:
 
 
 @dataclass(frozen=True)
+class NextStep:
+    """Hand the reply back opened as a call (:mod:`.next_step`); return ``text`` (still to
+    send) with ``finish`` if the model writes no new valid call there."""
+
+    text: str
+    finish: str | None
+
+
+@dataclass(frozen=True)
 class AnswerWithoutTools:
     """Ask for the answer without tool instructions (no call may be returned as it)."""
 
@@ -132,7 +143,7 @@ class GiveUp:
     error: ToolCallError
 
 
-Step = Reask | ReturnCalls | ReturnText | AnswerWithoutTools | CutOff | GiveUp
+Step = Reask | ReturnCalls | ReturnText | NextStep | AnswerWithoutTools | CutOff | GiveUp
 
 
 @dataclass(kw_only=True)
@@ -154,6 +165,8 @@ class TurnDriver:
     """What the next attempt adds after the history: each re-ask's reply and correction."""
     streamed: str = ""
     """Prose sent to the caller by the attempts before this one."""
+    next_step: bool = False
+    """Before a text answer is returned, open the reply as a call once (:mod:`.next_step`)."""
     confirm: str | None = None
     """Ask this once before a text answer is returned: whether a step is still to be done
     (a coding agent's turn after results; see :data:`NEXT_STEP_CHECK`)."""
@@ -169,6 +182,7 @@ class TurnDriver:
             or self.forced
             or self.reasks > 0
             or (self.confirm is not None and not self.confirmed)
+            or (self.next_step and not self.confirmed)
         )
 
     def feed(self, attempt: Attempt) -> Step:
@@ -203,6 +217,9 @@ class TurnDriver:
             return AnswerWithoutTools()
         if self.formatted:
             return AnswerWithoutTools(FORMAT_WARNING)
+        if self.next_step and not self.confirmed and attempt.prose.strip():
+            self.confirmed = True
+            return NextStep(attempt.prose, attempt.finish)
         if self.confirm is not None and not self.confirmed and attempt.prose.strip():
             self.confirmed = True
             self.reasks += 1
@@ -278,9 +295,11 @@ def _quoted_question(turn: Turn) -> str:
 def driver_for(turn: Turn) -> TurnDriver:
     """The driver of an emulated turn that offers tools."""
     confirm = None
-    if turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
+    opens = tries_next_step(turn)
+    if not opens and turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
         confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
     return TurnDriver(
+        next_step=opens,
         confirm=confirm,
         max_reasks=turn.max_reasks,
         correction=partial(_correction, turn),

@@ -32,6 +32,7 @@ from toolshim.engine.call_checks import (
 from toolshim.engine.focus import condense_tools
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.more_calls import more_calls
+from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unused_numbers import unused_number_problems
@@ -237,6 +238,11 @@ async def emulate(turn: Turn) -> Completion:
                 )
                 return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")
             case steps.ReturnText(text=text, finish=finish):
+                return _with_choice(completion, 0, _answer(completion.message, text), finish)
+            case steps.NextStep(text=text, finish=finish):
+                step = await next_step(turn, driver.messages, partial(emulation_body, turn))
+                if step is not None:
+                    return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")

@@ -24,6 +24,7 @@ from toolshim.engine import confidence, relay
 from toolshim.engine import driver as steps
 from toolshim.engine.emulate import check, emulation_body, whole_attempt
 from toolshim.engine.more_calls import more_calls
+from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
@@ -235,6 +236,16 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 if text := gate.flush(text):
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason=finish or "stop")
+            case steps.NextStep(text=text, finish=finish):
+                step = await next_step(turn, driver.messages, partial(emulation_body, turn))
+                if step is not None:
+                    for chunk in call_chunks([step]):
+                        yield chunk
+                    yield StreamChunk(finish_reason="tool_calls")
+                else:
+                    if text := gate.flush(text):
+                        yield StreamChunk(content=text)
+                    yield StreamChunk(finish_reason=finish or "stop")
             case steps.CutOff(text=text):
                 if text := gate.flush(text):
                     yield StreamChunk(content=text)

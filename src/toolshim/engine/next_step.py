@@ -1,0 +1,128 @@
+"""The next step of a coding agent, asked for by opening it: after results, a small model that
+was asked to change something answers in text ("The value of the name field of package.json
+is "tiny-widget".") where the next step is a call that writes it.
+
+When a coding agent's turn (:attr:`~toolshim.engine.turn.Turn.one_step`) ends in a text answer
+after results, the user's request asks for a change (write, create, fix, edit, …) and no call
+since the request has made one, the model's reply is handed back to it opened as a call
+(:meth:`~toolshim.dialects.base.Dialect.call_opening`: ``[`` in pythonic), on an upstream that
+continues an assistant message (llama.cpp does). The call it writes there is returned instead
+of the text when it is valid and is not one whose result the conversation already holds;
+otherwise the text answer stands. One more request, bounded in tokens; asked once a turn.
+
+Measured on the coding suite (``docs/results.md``): asked instead whether a part was left, the
+1.5B wrote the same answer again in 4 of 4 such turns.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.arguments import drop_undeclared_arguments
+from toolshim.engine.call_checks import placeholder_problems
+from toolshim.engine.turn import Turn, call_key
+from toolshim.engine.validate import validate_calls
+from toolshim.errors import ToolshimError
+from toolshim.types import Message
+
+__all__ = ["CHANGE_ASKED", "action_left", "next_step", "tries_next_step"]
+
+log = logging.getLogger(__name__)
+
+CHANGE_ASKED = re.compile(
+    r"\b(write|writes|create|save|put|store|fix|change|edit|update|append|add|insert|replace|"
+    r"bump|rename|delete|remove|make)\b",
+    re.IGNORECASE,
+)
+"""Words of a request that asks for a change to files (not only for an answer)."""
+
+_WRITING_TOOLS = frozenset(
+    {"write", "edit", "multiedit", "notebookedit", "apply_patch", "write_file", "edit_file"}
+)
+_SHELL_TOOLS = frozenset(
+    {"bash", "shell", "exec_command", "run_command", "run_shell_command", "local_shell"}
+)
+_CHANGING_COMMAND = re.compile(
+    r"(?<![0-9&])>{1,2}(?!&)|\btee\b|\bsed\s+-i|\bperl\s+-pi|\bmv\b|\bcp\b|\brm\b|\bmkdir\b|"
+    r"\btouch\b|\bpatch\b|\bgit\s+(apply|commit|checkout)\b|\bpython3?\s+-c\b.*\bopen\("
+)
+_MAX_TOKENS = 1024
+"""A step may write a file's whole content."""
+
+
+def _changes(name: str, arguments: str) -> bool:
+    """Whether a call changes files: a writing tool, or a shell command that writes."""
+    lowered = name.lower()
+    if lowered in _WRITING_TOOLS:
+        return True
+    return lowered in _SHELL_TOOLS and bool(_CHANGING_COMMAND.search(arguments))
+
+
+def action_left(turn: Turn) -> bool:
+    """The user's last request asks for a change, and no call since it has made one."""
+    messages = turn.request.messages
+    index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if index is None or not CHANGE_ASKED.search(messages[index].text):
+        return False
+    return not any(
+        _changes(c.name, c.arguments) for m in messages[index + 1 :] for c in m.tool_calls
+    )
+
+
+def tries_next_step(turn: Turn) -> bool:
+    """Whether a text answer of this turn is handed back opened as a call (the docstring)."""
+    return (
+        turn.one_step
+        and turn.prefill
+        and turn.results_in
+        and not turn.constrained
+        and turn.request.choice.kind == "auto"
+        and turn.dialect.call_opening() is not None
+        and action_left(turn)
+    )
+
+
+async def next_step(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+) -> ParsedCall | None:
+    """The call the model writes when its reply is opened as one, or None (see the module
+    docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
+    upstream body."""
+    prefill = turn.dialect.call_opening()
+    if prefill is None:
+        return None
+    request = dict(body((*extra, Message("assistant", prefill))))
+    limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
+    caller = request.get(limit)
+    request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
+    try:
+        completion = await turn.call(request)
+    except ToolshimError as exc:  # the text answer stands
+        log.warning("asking for the next step failed: %s", exc)
+        return None
+    text = completion.message.text
+    if text.startswith(prefill):  # llama.cpp returns the prefill with its continuation
+        text = text[len(prefill) :]
+    parsed = turn.dialect.parse(prefill + text, turn.request.function_tools, markup=turn.markup)
+    if not parsed.calls:
+        return None
+    call = _valid(turn, parsed.calls[0])
+    if call is None or call_key(call.name, call.arguments_json) in turn.answered_results:
+        return None
+    turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")
+    return call
+
+
+def _valid(turn: Turn, call: ParsedCall) -> ParsedCall | None:
+    tools = turn.request.function_tools
+    kept, _ = drop_undeclared_arguments([call], tools)
+    verdict = validate_calls(kept, tools, turn.request.choice, parallel=True, max_calls=None)
+    if not verdict.ok or len(verdict.calls) != 1 or placeholder_problems(verdict.calls, tools):
+        return None
+    return verdict.calls[0]

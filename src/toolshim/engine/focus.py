@@ -93,8 +93,10 @@ BRIEF = (
     "tools: read a file before you change it, run commands to compute or check things, and "
     "write or edit files to make changes. When a step needs the result of an earlier one (a "
     "value read from a file, a command's output), make that call first, then use its result "
-    "in the next call. Use paths inside the working directory. When everything asked is done, "
-    "say so in one short sentence."
+    "in the next call. Name files by their path relative to the working directory, as the "
+    "user does (config.ini, src/app.py). To fix code, read the file that has the bug, not its "
+    "test, then edit it; leave the tests as they are. When everything asked is done, say so "
+    "in one short sentence."
 )
 """What a small model is told in place of a coding agent's own instructions."""
 

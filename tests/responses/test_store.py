@@ -35,7 +35,7 @@ def test_a_stored_response_survives_a_reopen_of_the_registry(tmp_path: Path) -> 
 
 
 def test_memory_keeps_the_newest_responses_and_an_unknown_id_is_a_400() -> None:
-    store = ResponseStore(MemoryDocuments(3))
+    store = ResponseStore(MemoryDocuments(3 + 2))  # + the owner's index and the totals
     for n in range(5):
         store.save(response(n), [USER])
     assert [store.get(f"resp_{n}") is not None for n in range(5)] == [

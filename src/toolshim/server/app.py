@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolshim import __version__
 from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
+from toolshim.responses_store import ResponseStore
 from toolshim.server.asgi import (
     EMULATED_HEADER,
     JSONBody,
@@ -36,6 +37,7 @@ from toolshim.server.limits import LimitLog, Limits
 from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
 from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
+from toolshim.server.stored import StoredResponses
 from toolshim.wire.base import Codec
 
 __all__ = ["ROUTES", "ProxyApp", "create_app"]
@@ -44,6 +46,9 @@ log = logging.getLogger("toolshim.server")
 
 ROUTES = (
     *(f"POST {route.path}" for route in PROTOCOLS),
+    "GET /v1/responses/{id}",
+    "DELETE /v1/responses/{id}",
+    "GET /v1/responses/{id}/input_items",
     "GET /v1/models",
     "GET /healthz",
     "GET /metrics",
@@ -101,10 +106,21 @@ def create_app(
         lifespan=lifespan,
     )
     handlers: dict[str, ASGIApp] = {}
+    bound = {id(r.codec): _bind(r.codec, engine, settings) for r in PROTOCOLS}
     for route in PROTOCOLS:
-        handler = _handler(route.kind, route.codec, engine, metrics, settings)
+        handler = _handler(route.kind, bound[id(route.codec)], engine, metrics, settings)
         handlers.update(dict.fromkeys(route.paths, handler))
+    for codec in bound.values():  # the Responses API's stored answers: their read routes
+        store = getattr(codec, "store", None)
+        if isinstance(store, ResponseStore):
+            starlette.router.routes.extend(StoredResponses(store, error_response).routes())
     return ProxyApp(handlers, starlette, engine, metrics, settings, auth_keys)
+
+
+def _bind(codec: Codec, engine: Engine, settings: ServerSettings) -> Codec:
+    """The codec for this app: one with state per app (a store) is made for ``engine``."""
+    bind = getattr(codec, "for_engine", None)
+    return bind(engine, **settings.limits.response_store_bounds()) if bind else codec
 
 
 def _handler(
@@ -112,8 +128,7 @@ def _handler(
 ) -> ASGIApp:
     match kind:
         case Kind.SERVE:
-            bind = getattr(codec, "for_engine", None)  # a codec with state per app (a store)
-            return ProtocolEndpoint(bind(engine) if bind else codec, engine, metrics, settings)
+            return ProtocolEndpoint(codec, engine, metrics, settings)
         case Kind.COUNT_TOKENS:
             from toolshim.server.tokens import CountTokens
 

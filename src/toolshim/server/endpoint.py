@@ -102,6 +102,7 @@ class ProtocolEndpoint:
             self._choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
             decoded = self.codec.decode(payload)
+            self.settings.limits.check_request(len(decoded.request.messages))
             overrides = {**decoded.overrides, **overrides}
             stream = decoded.request.stream
             answer = self.engine.answer(

@@ -50,6 +50,33 @@ class Limits:
     drain_timeout: float = 30.0
     """At shutdown, seconds in-flight requests get to finish; those still running are then
     answered with a 503 (a stream gets an error event)."""
+    store_max_bytes: int = 1024 * MIB
+    """Bytes of stored Responses API answers kept in all; the oldest of the caller holding the
+    most are evicted first."""
+    store_key_quota: int = 0
+    """Bytes of stored answers one access key (or the anonymous caller) keeps; its oldest are
+    evicted first (0: only ``store_max_bytes`` bounds a key)."""
+
+    def response_store_bounds(self) -> dict[str, int | None]:
+        """The Responses store's bounds (:class:`~toolshim.responses_store.ResponseStore`'s
+        keyword arguments): a conversation read back is held to the request limits too."""
+        return {
+            "max_bytes": self.store_max_bytes or None,
+            "key_quota": self.store_key_quota or None,
+            "max_items": self.max_messages or None,
+            "max_chain_bytes": self.max_body_bytes or None,
+        }
+
+    def check_request(self, messages: int) -> None:
+        """InvalidRequestError when what goes upstream (stored history included) has more
+        messages than allowed."""
+        if self.max_messages and messages > self.max_messages:
+            raise InvalidRequestError(
+                f"the conversation has {messages} messages with the stored history added; this "
+                f"proxy sends at most {self.max_messages} upstream (--max-messages)",
+                param="messages",
+                code="too_many_messages",
+            )
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """InvalidRequestError when a decoded request has more tools or messages than allowed."""

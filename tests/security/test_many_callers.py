@@ -1,0 +1,151 @@
+"""One proxy, many callers: what one access key stores is its own, ids are unguessable, and
+stored history is held to the operator's limits. Two keys (alice, bob) against the proxy app
+over a scripted upstream."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server.helpers import Proxy, proxy
+from toolshim.server.auth import AccessKeys
+from toolshim.server.limits import Limits
+from toolshim.testing import FakeUpstream
+
+ALICE = "alice-key-0123456789abcdef"
+BOB = "bob-key-fedcba9876543210xx"
+AS_ALICE = {"Authorization": f"Bearer {ALICE}"}
+AS_BOB = {"Authorization": f"Bearer {BOB}"}
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> AccessKeys:
+    path = tmp_path / "keys"
+    path.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
+    return AccessKeys.load(path)
+
+
+@asynccontextmanager
+async def two_keys(
+    keys: AccessKeys, upstream: FakeUpstream | None = None, **limits: Any
+) -> AsyncIterator[Proxy]:
+    options: dict[str, Any] = {"auth_keys": keys}
+    if limits:
+        options["limits"] = Limits(**limits)
+    async with proxy(upstream or FakeUpstream(["ok"] * 200), app_options=options) as p:
+        yield p
+
+
+def said(text: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "fake-model", "input": text, **extra}
+
+
+# -- ownership --------------------------------------------------------------------------------
+
+
+async def test_another_keys_response_is_answered_like_an_unknown_one(keys: AccessKeys) -> None:
+    async with two_keys(keys) as p:
+        mine = await p.client.post("/v1/responses", json=said("my password is x"), headers=AS_ALICE)
+        alice_id = mine.json()["id"]
+        unknown_id = "resp_" + "0" * 32
+        answers = {}
+        for name, rid in (("theirs", alice_id), ("unknown", unknown_id)):
+            cont = await p.client.post(
+                "/v1/responses", json=said("go on", previous_response_id=rid), headers=AS_BOB
+            )
+            got = await p.client.get(f"/v1/responses/{rid}", headers=AS_BOB)
+            items = await p.client.get(f"/v1/responses/{rid}/input_items", headers=AS_BOB)
+            gone = await p.client.delete(f"/v1/responses/{rid}", headers=AS_BOB)
+            answers[name] = [
+                (r.status_code, r.text.replace(rid, "<id>")) for r in (cont, got, items, gone)
+            ]
+        still = await p.client.get(f"/v1/responses/{alice_id}", headers=AS_ALICE)
+    assert answers["theirs"] == answers["unknown"]
+    assert [status for status, _ in answers["theirs"]] == [400, 404, 404, 404]
+    assert still.status_code == 200 and still.json()["id"] == alice_id
+    sent = [m for body in p.engine.upstream.history for m in body["messages"]]  # type: ignore[attr-defined]
+    assert sum("my password" in str(m.get("content")) for m in sent) == 1  # alice's turn only
+
+
+async def test_the_owner_reads_lists_and_deletes_its_response(keys: AccessKeys) -> None:
+    async with two_keys(keys) as p:
+        first = (await p.client.post("/v1/responses", json=said("one"), headers=AS_ALICE)).json()
+        second = (
+            await p.client.post(
+                "/v1/responses",
+                json=said("two", previous_response_id=first["id"]),
+                headers=AS_ALICE,
+            )
+        ).json()
+        got = await p.client.get(f"/responses/{second['id']}", headers=AS_ALICE)
+        listed = await p.client.get(
+            f"/v1/responses/{second['id']}/input_items?order=asc&limit=2", headers=AS_ALICE
+        )
+        rest = await p.client.get(
+            f"/v1/responses/{second['id']}/input_items",
+            params={"order": "asc", "after": listed.json()["last_id"]},
+            headers=AS_ALICE,
+        )
+        deleted = await p.client.delete(f"/v1/responses/{second['id']}", headers=AS_ALICE)
+        again = await p.client.get(f"/v1/responses/{second['id']}", headers=AS_ALICE)
+        cont = await p.client.post(
+            "/v1/responses",
+            json=said("three", previous_response_id=second["id"]),
+            headers=AS_ALICE,
+        )
+    assert got.status_code == 200 and got.json()["output"] == second["output"]
+    page = listed.json()
+    assert page["object"] == "list" and page["has_more"] is True and len(page["data"]) == 2
+    assert page["data"][0]["content"] == "one" and page["first_id"] == page["data"][0]["id"]
+    texts = [i.get("content") for i in rest.json()["data"]]
+    assert texts == ["two"] and rest.json()["has_more"] is False
+    assert deleted.json() == {"id": second["id"], "object": "response", "deleted": True}
+    assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+    assert cont.status_code == 400 and "it was deleted" in cont.json()["error"]["message"]
+
+
+# -- ids --------------------------------------------------------------------------------------
+
+
+async def test_ids_come_from_the_system_generator(
+    keys: AccessKeys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seeding Python's Mersenne Twister must not make two runs' ids equal (it did: the
+    generator's state is rebuilt from 624 outputs, 92 responses' ids)."""
+    import random
+
+    runs = []
+    for _ in range(2):
+        random.seed(7)
+        async with two_keys(keys) as p:
+            response = await p.client.post("/v1/responses", json=said("hi"), headers=AS_BOB)
+            chat = await p.client.post(
+                "/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                headers=AS_BOB,
+            )
+            message = await p.client.post(
+                "/v1/messages",
+                json={
+                    "model": "m",
+                    "max_tokens": 9,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+                headers=AS_BOB,
+            )
+        body = response.json()
+        runs.append((body["id"], body["output"][0]["id"], chat.json()["id"], message.json()["id"]))
+    assert all(a != b for a, b in zip(*runs, strict=True)), runs
+    assert re.fullmatch(r"resp_[0-9a-f]{32}", runs[0][0])
+    source = Path(__file__).parents[2] / "src" / "toolshim"
+    users = [
+        str(path.relative_to(source))
+        for path in source.rglob("*.py")
+        if "random.getrandbits" in path.read_text()
+    ]
+    assert users == []

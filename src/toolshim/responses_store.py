@@ -60,7 +60,7 @@ DEFAULT_LIMIT = 1000
 DEFAULT_TTL = 30 * 24 * 3600.0
 """Seconds a stored response stays retrievable (OpenAI keeps them 30 days)."""
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
-"""Bytes of stored responses kept at most, all callers together (``--store-max-bytes``)."""
+"""Bytes of stored responses kept at most, all callers together (``--store-max-size``)."""
 MAX_RESPONSES_PER_KEY = 5000
 """Responses one caller keeps at most, whatever their size."""
 ANONYMOUS = "anonymous"
@@ -72,7 +72,7 @@ _GONE_KEPT = 256
 """How many reasons for responses not (or no longer) stored an owner's index remembers."""
 _USAGE_KEY = "responses-usage"
 _EVICTED_BY_QUOTA = "it was evicted to keep this key's stored responses within --store-key-quota"
-_EVICTED_BY_TOTAL = "it was evicted to keep the response store within --store-max-bytes"
+_EVICTED_BY_TOTAL = "it was evicted to keep the response store within --store-max-size"
 
 
 class Documents(Protocol):
@@ -186,7 +186,7 @@ class ResponseStore:
     def _too_big(self, size: int) -> str | None:
         for limit, flag in (
             (self.key_quota, "--store-key-quota"),
-            (self.max_bytes, "--store-max-bytes"),
+            (self.max_bytes, "--store-max-size"),
         ):
             if limit is not None and size > limit:
                 return f"it is {size} bytes, more than this proxy stores ({limit}, {flag})"

@@ -149,3 +149,116 @@ async def test_ids_come_from_the_system_generator(
         if "random.getrandbits" in path.read_text()
     ]
     assert users == []
+
+
+# -- bounded storage --------------------------------------------------------------------------
+
+
+async def chain(p: Proxy, turns: int, *, headers: dict[str, str], text: str = "x") -> list[Any]:
+    """``turns`` responses, each continuing the one before; the answers (or errors)."""
+    previous = None
+    out = []
+    for n in range(turns):
+        body = said(f"{text}{n}", **({"previous_response_id": previous} if previous else {}))
+        answer = await p.client.post("/v1/responses", json=body, headers=headers)
+        out.append(answer)
+        if answer.status_code != 200:
+            break
+        previous = answer.json()["id"]
+    return out
+
+
+async def test_stored_history_counts_against_max_messages(keys: AccessKeys) -> None:
+    """With --max-messages 50, a 100-deep chain sent 199 messages upstream."""
+    async with two_keys(keys, max_messages=50) as p:
+        answers = await chain(p, 100, headers=AS_ALICE)
+    upstream = p.engine.upstream.history  # type: ignore[attr-defined]
+    assert max(len(body["messages"]) for body in upstream) <= 50
+    refused = answers[-1]
+    assert refused.status_code == 400 and len(answers) == 26  # 25 turns x 2 items, then over
+    error = refused.json()["error"]
+    assert error["code"] == "too_many_messages" and "--max-messages" in error["message"]
+
+
+async def test_a_chain_is_stored_without_repeating_it() -> None:
+    """Each document holds only its turn: a 200-deep chain stores ~200 turns' items, not
+    20,000 (it repeated the whole chain in each, 115 MB for 1,000 turns)."""
+    from toolshim.capabilities.registry import Registry
+    from toolshim.capabilities.store_sqlite import SQLiteStore
+
+    store = SQLiteStore(":memory:")
+    async with proxy(FakeUpstream(["ok"] * 300), registry=Registry(store)) as p:
+        answers = await chain(p, 200, headers={}, text="y" * 1000)
+        assert all(a.status_code == 200 for a in answers)
+        (stored,) = store._conn.execute("SELECT sum(length(body)) FROM documents").fetchone()
+        last = p.engine.upstream.history[-1]  # type: ignore[attr-defined]
+    assert len(last["messages"]) == 399  # the whole conversation still goes upstream
+    per_turn = stored / 200
+    assert per_turn < 3000, per_turn  # one turn's input and output, plus its index entry
+
+
+async def test_a_key_over_its_quota_loses_its_own_oldest_first(keys: AccessKeys) -> None:
+    async with two_keys(keys, store_key_quota=20_000, store_max_bytes=60_000) as p:
+        bob = (await p.client.post("/v1/responses", json=said("bob's"), headers=AS_BOB)).json()
+        alice = []
+        for n in range(40):
+            answer = await p.client.post(
+                "/v1/responses", json=said(f"{n}" + "z" * 1500), headers=AS_ALICE
+            )
+            alice.append(answer.json()["id"])
+        kept = [
+            (await p.client.get(f"/v1/responses/{rid}", headers=AS_ALICE)).status_code == 200
+            for rid in alice
+        ]
+        bobs = await p.client.get(f"/v1/responses/{bob['id']}", headers=AS_BOB)
+        evicted = await p.client.post(
+            "/v1/responses", json=said("more", previous_response_id=alice[0]), headers=AS_ALICE
+        )
+    assert bobs.status_code == 200  # alice filling her quota never costs bob
+    assert kept[-1] and not kept[0]
+    assert kept == sorted(kept)  # the oldest went first
+    assert 5 <= sum(kept) <= 12, kept
+    message = evicted.json()["error"]["message"]
+    assert evicted.status_code == 400 and "--store-key-quota" in message
+
+
+async def test_the_store_total_evicts_from_the_heaviest_key(keys: AccessKeys) -> None:
+    async with two_keys(keys, store_max_bytes=30_000) as p:
+        bob = (await p.client.post("/v1/responses", json=said("bob's"), headers=AS_BOB)).json()
+        for n in range(40):
+            await p.client.post("/v1/responses", json=said(f"{n}" + "z" * 1500), headers=AS_ALICE)
+        bobs = await p.client.get(f"/v1/responses/{bob['id']}", headers=AS_BOB)
+    assert bobs.status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_response_too_big_to_store_says_so(keys: AccessKeys, stream: bool) -> None:
+    async with two_keys(keys, store_key_quota=4096) as p:
+        body = said("w" * 5000, stream=stream)
+        answer = await p.client.post("/v1/responses", json=body, headers=AS_ALICE)
+        if stream:
+            events = [
+                e for e in _responses_events(answer.text) if e["type"] == "response.completed"
+            ]
+            response = events[0]["response"]
+        else:
+            response = answer.json()
+        cont = await p.client.post(
+            "/v1/responses",
+            json=said("and?", previous_response_id=response["id"]),
+            headers=AS_ALICE,
+        )
+    assert response["store"] is False
+    assert any("was not stored" in w for w in response["toolshim"]["warnings"])
+    error = cont.json()["error"]
+    assert cont.status_code == 400 and "--store-key-quota" in error["message"], error
+
+
+def _responses_events(text: str) -> list[dict[str, Any]]:
+    import json
+
+    return [
+        json.loads(line[len("data: ") :])
+        for line in text.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]

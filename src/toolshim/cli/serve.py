@@ -227,6 +227,22 @@ def serve(
             min=0,
         ),
     ] = 30.0,
+    store_max_size: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_STORE_MAX_SIZE",
+            help="Stored Responses API answers (previous_response_id) kept in all (bytes, or "
+            "with a K/M/G suffix); beyond it the oldest of the key holding the most go first.",
+        ),
+    ] = "1G",
+    store_key_quota: Annotated[
+        str,
+        typer.Option(
+            envvar="TOOLSHIM_STORE_KEY_QUOTA",
+            help="Stored answers one access key keeps (bytes, K/M/G); beyond it that key's "
+            "oldest go first. 0: only --store-max-size bounds a key.",
+        ),
+    ] = "0",
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
@@ -253,6 +269,10 @@ def serve(
             max_tools=max_tools,
             max_messages=max_messages,
             drain_timeout=drain_timeout,
+            store_max_bytes=parse_size(store_max_size, "--store-max-size"),
+            store_key_quota=0
+            if store_key_quota.strip() == "0"
+            else parse_size(store_key_quota, "--store-key-quota"),
         )
     except ConfigError as exc:
         fail(err, redact(exc.message, secrets))

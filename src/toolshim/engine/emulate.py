@@ -32,6 +32,7 @@ from toolshim.engine.call_checks import (
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import answer_without_calls
+from toolshim.engine.quoted import quoted_problems
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unused_numbers import unused_number_problems
 from toolshim.engine.validate import Verdict, validate_calls
@@ -138,7 +139,9 @@ def check(
         turn.warn(warning)
     if native or not verdict.ok or not verdict.calls:
         return verdict
-    problems = placeholder_problems(verdict.calls, request.function_tools)
+    problems = quoted_problems(turn, verdict.calls)
+    if not problems:
+        problems += placeholder_problems(verdict.calls, request.function_tools)
     if not problems:
         problems += example_copies(turn, verdict.calls)
     if not problems:

@@ -16,7 +16,7 @@ import pytest
 from tests.server.helpers import Proxy, assemble, proxy, sse_events
 from toolshim.server.auth import AccessKeys
 from toolshim.server.limits import Limits
-from toolshim.testing import FakeUpstream, FunctionUpstream
+from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call
 
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-fedcba9876543210xx"
@@ -330,3 +330,104 @@ async def test_a_call_quoted_from_a_tool_result_never_becomes_a_call(
         data = answer.json()
         calls = [] if "error" in data else data["choices"][0]["message"].get("tool_calls") or []
     assert [c for c in calls if "send_email" in json.dumps(c)] == [], (mode, answer.text)
+
+
+# -- what a caller may ask for ----------------------------------------------------------------
+
+WEATHER_TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def weather(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": WEATHER_TOOL,
+        **extra,
+    }
+
+
+async def test_a_request_cannot_raise_max_reasks_above_the_operators() -> None:
+    """A caller raised max_reasks to 10: one request became 11 upstream calls."""
+    upstream = FakeUpstream(["no call here"] * 20)
+    async with proxy(upstream, mode="force", max_reasks=2) as p:
+        raised = await p.client.post(
+            "/v1/chat/completions", json=weather(toolshim={"max_reasks": 10})
+        )
+        header = await p.client.post(
+            "/v1/chat/completions", json=weather(), headers={"x-toolshim-max-reasks": "3"}
+        )
+        lowered = await p.client.post(
+            "/v1/chat/completions", json=weather(toolshim={"max_reasks": 0})
+        )
+    for refused in (raised, header):
+        assert refused.status_code == 400, refused.text
+        assert "--max-reasks" in refused.json()["error"]["message"]
+    assert lowered.status_code == 200
+    assert len(upstream.history) == 1  # the refused ones never reached it
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_several_choices_under_emulation_are_a_400_naming_n(stream: bool) -> None:
+    """n=2 under emulation sent a second choice whose call failed a check as content ''."""
+    upstream = FakeUpstream(
+        ['{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}']
+    )
+    async with proxy(upstream, mode="force") as p:
+        answer = await p.client.post("/v1/chat/completions", json=weather(n=2, stream=stream))
+        too_many = await p.client.post("/v1/chat/completions", json=weather(n=50))
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "n", answer.text
+    assert too_many.status_code == 400 and "--max-choices" in too_many.json()["error"]["message"]
+    assert upstream.history == []
+
+
+async def test_max_tokens_above_the_cap_is_lowered_with_a_warning() -> None:
+    upstream = FakeUpstream(["fine"])
+    async with proxy(
+        upstream, mode="off", app_options={"limits": Limits(max_output_tokens=256)}
+    ) as p:
+        answer = await p.client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 100_000,
+            },
+        )
+    assert upstream.history[0]["max_tokens"] == 256
+    assert any("--max-output-tokens" in w for w in answer.json()["toolshim"]["warnings"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", ["off", "auto", "fallback"])
+@pytest.mark.parametrize("tool_choice", ["auto", "none"])
+@pytest.mark.parametrize("rescue", [True, False])
+async def test_a_native_call_to_a_tool_not_offered_is_dropped_alike_whole_and_streamed(
+    mode: str, tool_choice: str, stream: bool, rescue: bool
+) -> None:
+    upstream = FunctionUpstream(
+        lambda body: Reply(None, [call("delete_everything", {"all": True})])
+    )
+    async with proxy(upstream, mode=mode, rescue=rescue) as p:
+        answer = await p.client.post(
+            "/v1/chat/completions", json=weather(stream=stream, tool_choice=tool_choice)
+        )
+    if stream:
+        folded = assemble(sse_events(answer.text))
+        calls, meta = folded["tool_calls"], folded["toolshim"]
+    else:
+        data = answer.json()
+        calls, meta = data["choices"][0]["message"].get("tool_calls") or [], data["toolshim"]
+    assert answer.status_code == 200 and calls == []
+    assert any("not offered: 'delete_everything'" in w for w in meta["warnings"]), meta

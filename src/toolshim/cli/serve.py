@@ -227,6 +227,23 @@ def serve(
             min=0,
         ),
     ] = 30.0,
+    max_choices: Annotated[
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_CHOICES",
+            help="The most answers (n) one request may ask for; more get a 400.",
+            min=1,
+        ),
+    ] = 8,
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(
+            envvar="TOOLSHIM_MAX_OUTPUT_TOKENS",
+            help="The most max_tokens a request may ask for; more is lowered to it, with a "
+            "warning (0: no cap).",
+            min=0,
+        ),
+    ] = 0,
     store_max_size: Annotated[
         str,
         typer.Option(
@@ -269,6 +286,8 @@ def serve(
             max_tools=max_tools,
             max_messages=max_messages,
             drain_timeout=drain_timeout,
+            max_choices=max_choices,
+            max_output_tokens=max_output_tokens,
             store_max_bytes=parse_size(store_max_size, "--store-max-size"),
             store_key_quota=0
             if store_key_quota.strip() == "0"

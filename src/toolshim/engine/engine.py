@@ -34,6 +34,7 @@ from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.turn import Turn
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
@@ -365,7 +366,7 @@ class Engine:
     async def _serve(self, turn: Turn) -> Completion:
         route = self.route(turn)
         if route == "native":
-            completion = await turn.call(request_to_body(turn.request))
+            completion = drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
             if turn.mode is not Mode.FORCE and self.options.rescue:
                 return rescue(turn, completion) or completion
             return completion  # off: native only
@@ -375,7 +376,7 @@ class Engine:
             return await self._strip(turn)
         if route == "native-or-strip":
             try:
-                return await turn.call(request_to_body(turn.request))
+                return drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
             except UpstreamError as exc:
                 if self.learn_rejection(turn, exc):
                     return await self._strip(turn)
@@ -395,7 +396,7 @@ class Engine:
 
     async def _strip(self, turn: Turn) -> Completion:
         turn.warn("tools dropped: the model has no known native tool support")
-        return await turn.call(strip_body(turn))
+        return drop_unoffered(turn, await turn.call(strip_body(turn)), offered=())
 
     # -- the sync bridge --------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from toolshim.engine.emulate import check, tool_call_message
 from toolshim.engine.nocalls import leak, stripped_warning
 from toolshim.engine.quoted import QUOTING_ROLES, quotes_the_conversation
 from toolshim.engine.turn import RESCUED_WARNING, Turn
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.types import Completion, Message, Mode
 
@@ -144,6 +145,8 @@ def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> C
     """The native reply as it should be returned, or None when the turn must be emulated."""
     if not completion.choices:
         return completion
+    if turn.mode is Mode.OFF or not turn.request.tools:
+        completion = drop_unoffered(turn, completion)  # elsewhere such calls are emulated
     read = _text_calls(turn, completion) if rescue_text else None
     if read is not None and read[1].ok:
         return _rescued(turn, completion, read[1])

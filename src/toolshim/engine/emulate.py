@@ -30,6 +30,7 @@ from toolshim.engine.call_checks import (
     repeat_stops,
 )
 from toolshim.engine.history import fold_results, rewrite_history
+from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.quoted import quoted_problems
@@ -66,11 +67,12 @@ def emulation_body(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        text = rendered_tools(turn.dialect, tools, turn.prompt_options)
+        text = rendered_tools(turn.dialect, defused_tools(tools), turn.prompt_options)
+    said = defused_results(request.messages)  # a result cannot close or open the prompt's tags
     if text is None and turn.results_in:
-        history = fold_results(request.messages, turn.dialect)  # an answer from the results
+        history = fold_results(said, turn.dialect)  # an answer from the results
     else:
-        history = rewrite_history(request.messages, turn.dialect, text)
+        history = rewrite_history(said, turn.dialect, text)
     messages = (*history, *extra)
     params = dict(request.params)
     if not stream:

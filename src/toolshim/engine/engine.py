@@ -41,6 +41,7 @@ from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai import parse_request, request_to_body
+from toolshim.wire.requests import check_tool_names
 
 __all__ = ["Engine"]
 
@@ -233,6 +234,7 @@ class Engine:
                 )
             overrides = {**per_request, **overrides}
         chat = parse_request(request)
+        check_tool_names(chat.tools)  # what OpenAI and Anthropic accept, nothing a prompt breaks on
         schema_notes = inspect_tools(chat.tools)  # caller schemas: local $refs, bounded
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
         key = self.upstream.key

@@ -1,10 +1,11 @@
-"""Native calls to tools the caller did not offer are dropped, whole and streamed alike.
+"""Native calls the caller did not ask for are dropped, whole and streamed alike.
 
-A model may call a tool that was not offered (one it saw earlier in the conversation, one it
-made up, or any tool at all under ``tool_choice: "none"`` or in an emulated request, which is
-sent no tools). The caller asked for none of them: they are removed from the answer, with a
-warning naming them, in every mode (in ``auto`` and ``fallback`` a native reply with such a
-call is emulated instead, see :mod:`toolshim.engine.native`).
+A model may call a tool when none may be called: under ``tool_choice: "none"``, in a request
+without tools, in an emulated request (sent no tools), in ``strip`` mode. Those calls are
+removed from the answer, with a warning naming them, in every mode. A call to an unknown tool
+in a request that offers tools is judged by the mode instead: emulated in ``auto`` and
+``fallback`` (:mod:`toolshim.engine.native`), passed on in ``off``, whose callers (the agent)
+answer it with the list of real tools.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ def unoffered_warning(names: Sequence[str]) -> str:
 def drop_unoffered(
     turn: Turn, completion: Completion, *, offered: Sequence[str] | None = None
 ) -> Completion:
-    """Each choice without its native calls to tools that were not ``offered`` (default: the
-    request's tools, none under ``tool_choice: "none"``), with a warning; a choice left without
-    calls finishes with ``stop``. A tool the caller did not offer is never called for it."""
-    allowed = set(offered_names(turn) if offered is None else offered)
+    """Each choice without its native calls to tools not in ``offered`` (default: none when the
+    request wants no calls, else every call is kept), with a warning; a choice left without
+    calls finishes with ``stop``."""
+    if offered is None and turn.request.wants_tools:
+        return completion
+    allowed = set(offered or ())
     choices = list(completion.choices)
     dropped: list[str] = []
     for position, choice in enumerate(choices):
@@ -53,25 +56,22 @@ def drop_unoffered(
     return replace(completion, choices=tuple(choices))
 
 
-def offered_names(turn: Turn) -> list[str]:
-    """The tools a native reply may call: the request's, none under ``tool_choice: "none"``."""
-    request = turn.request
-    return [t.name for t in request.tools] if request.choice.kind != "none" else []
-
-
 class UnofferedFilter:
-    """:func:`drop_unoffered` for a native stream passed through as it came: each upstream
+    """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it came: each upstream
     chunk (a chat-completions chunk dict) without the deltas of calls to tools not offered.
     :meth:`finish` warns once, naming them."""
 
     def __init__(self, turn: Turn, offered: Sequence[str] | None = None) -> None:
         self.turn = turn
-        self.allowed = set(offered_names(turn) if offered is None else offered)
+        self.passes = offered is None and turn.request.wants_tools
+        self.allowed = set(offered or ())
         self._verdict: dict[tuple[int, int], bool] = {}
         self._kept: set[int] = set()
         self.dropped: list[str] = []
 
     def feed(self, data: dict[str, Any]) -> dict[str, Any]:
+        if self.passes:
+            return data
         choices = data.get("choices")
         if not isinstance(choices, list) or not any(_calls_of(c) for c in choices):
             return self._finished(data) if isinstance(choices, list) else data

@@ -154,6 +154,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    admin_keys: Annotated[
+        str,
+        typer.Option(
+            "--admin-keys",
+            envvar="TOOLSHIM_ADMIN_KEYS",
+            help="Names of keys from --auth-keys (comma-separated) whose holders see the "
+            "per-key series on /metrics; other keys see the rest.",
+            show_default=False,
+        ),
+    ] = "",
     allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -276,6 +286,7 @@ def serve(
         EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
         check_upstream_choice(upstream, model_file)
         keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
+        admins = admin_names(admin_keys, keys)
         limits = Limits(
             max_body_bytes=parse_size(max_body_size, "--max-body-size"),
             header_timeout=header_timeout,
@@ -336,6 +347,7 @@ def serve(
                 pin_model=target.embedded,
                 limits=limits,
                 auth_keys=keys,
+                admin_keys=admins,
             )
             _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
             if not target.embedded:
@@ -413,6 +425,18 @@ def _banner(
 
 
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def admin_names(text: str, keys: AccessKeys | None) -> tuple[str, ...]:
+    """The key names ``--admin-keys`` lists; ConfigError for a name not in the key file."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if names and keys is None:
+        raise ConfigError("--admin-keys names keys from --auth-keys; pass --auth-keys too")
+    unknown = [n for n in names if keys is not None and n not in keys.names]
+    if unknown:
+        known = ", ".join(keys.names) if keys is not None else ""
+        raise ConfigError(f"--admin-keys: no key named {unknown[0]!r} in --auth-keys ({known})")
+    return names
 
 
 def parse_size(text: str, flag: str) -> int:

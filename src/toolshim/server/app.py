@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
@@ -32,7 +32,7 @@ from toolshim.server.asgi import (
 )
 from toolshim.server.auth import AccessKeys
 from toolshim.server.endpoint import ProtocolEndpoint, ServerSettings
-from toolshim.server.guard import Guard
+from toolshim.server.guard import KEY_NAME, Guard
 from toolshim.server.limits import LimitLog, Limits
 from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
@@ -65,6 +65,7 @@ def create_app(
     metrics: Metrics | None = None,
     limits: Limits | None = None,
     auth_keys: AccessKeys | None = None,
+    admin_keys: Collection[str] = (),
 ) -> ProxyApp:
     """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
 
@@ -74,7 +75,9 @@ def create_app(
     The app serves a copy of the engine whose upstream is wrapped to time its calls for
     ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
     ``limits`` bound every request (see :class:`Limits`); with ``auth_keys`` every route but
-    ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream.
+    ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream;
+    ``/metrics`` shows per-key series to the keys named in ``admin_keys`` only, and
+    ``/healthz`` the upstream's address only to a caller with a key (when there are keys).
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
@@ -86,7 +89,8 @@ def create_app(
         health_timeout=health_timeout,
         limits=limits or Limits(),
     )
-    endpoints = _Endpoints(engine, metrics, settings)
+    endpoints = _Endpoints(engine, metrics, settings, keyed=auth_keys is not None)
+    endpoints.admins = frozenset(admin_keys)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -227,10 +231,16 @@ def error_response(exc: BaseException, path: str) -> Response:
 class _Endpoints:
     """``/v1/models``, ``/healthz`` and ``/metrics``."""
 
-    def __init__(self, engine: Engine, metrics: Metrics, settings: ServerSettings) -> None:
+    def __init__(
+        self, engine: Engine, metrics: Metrics, settings: ServerSettings, *, keyed: bool = False
+    ) -> None:
         self.engine = engine
         self._metrics = metrics
         self.settings = settings
+        self.keyed = keyed
+        """Access keys are required: the upstream's address is shown only to a key holder."""
+        self.admins: frozenset[str] = frozenset()
+        """Names of the keys that see per-key series on ``/metrics``."""
         self._checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = {}
         """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile
         share one (``/healthz`` needs no key, so a flood of them must not each ask the
@@ -252,6 +262,11 @@ class _Endpoints:
             check = self._checks[key] = asyncio.create_task(self._check_upstream(headers))
             check.add_done_callback(lambda _: self._checks.pop(key, None))
         upstream = await asyncio.shield(check)
+        if self.keyed and KEY_NAME.get() == "-":  # no key: no address (nor in an error)
+            url = str(upstream.get("url") or "")
+            upstream = {k: v for k, v in upstream.items() if k != "url"}
+            if url and isinstance(upstream.get("error"), str):
+                upstream["error"] = upstream["error"].replace(url, "the upstream")
         return JSONBody(
             {
                 "status": "ok",
@@ -288,7 +303,8 @@ class _Endpoints:
         return upstream
 
     async def metrics(self, request: Request) -> Response:
-        return Response(self._metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        per_key = KEY_NAME.get() in self.admins
+        return Response(self._metrics.render(per_key=per_key), media_type=CONTENT_TYPE_LATEST)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

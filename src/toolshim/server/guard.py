@@ -115,6 +115,10 @@ class Guard:
             owner_token = OWNER.set(f"key:{name}")  # what it stores is its own
             if self.on_key is not None:
                 self.on_key(name)
+        elif self.keys is not None:  # an open path: a valid key still says who asks
+            name = self.keys.check(presented_key(scope["headers"]))
+            if name is not None:
+                key_token = KEY_NAME.set(name)
         if self.keys is not None:
             # On open paths too: a probe may carry the proxy's key (/healthz asks the
             # upstream, and would pass it on).

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolshim import __version__
 from toolshim.engine import Engine
@@ -36,7 +36,8 @@ from toolshim.server.guard import KEY_NAME, Guard
 from toolshim.server.limits import LimitLog, Limits
 from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
-from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
+from toolshim.server.models import anthropic_model, anthropic_page, find_model, model_not_found
+from toolshim.server.routes import ANTHROPIC_CLIENT, PROTOCOLS, Kind, codec_for_path
 from toolshim.server.stored import StoredResponses
 from toolshim.wire.base import Codec
 
@@ -50,6 +51,7 @@ ROUTES = (
     "DELETE /v1/responses/{id}",
     "GET /v1/responses/{id}/input_items",
     "GET /v1/models",
+    "GET /v1/models/{id}",
     "GET /healthz",
     "GET /metrics",
 )
@@ -103,6 +105,8 @@ def create_app(
         routes=[
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/models", endpoints.models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", endpoints.model, methods=["GET"]),
+            Route("/models/{model_id:path}", endpoints.model, methods=["GET"]),
             Route("/healthz", endpoints.healthz, methods=["GET"]),
             Route("/metrics", endpoints.metrics, methods=["GET"]),
         ],
@@ -185,15 +189,19 @@ class ProxyApp:
             await self.starlette(scope, receive, send)
             return
         offered = None
+        anthropic = False
         for name, value in scope["headers"]:
             if name == b"x-request-id":
                 offered = value.decode("latin-1")
-                break
+            elif name == b"anthropic-version":
+                anthropic = True
         token = REQUEST_ID.set(new_request_id(offered))
         secrets_token = REQUEST_SECRETS.set(request_secrets(scope["headers"]))
+        client_token = ANTHROPIC_CLIENT.set(anthropic)
         try:
-            await self.guard(scope, receive, send)
+            await self.guard(scope, receive, _with_request_id(send))
         finally:
+            ANTHROPIC_CLIENT.reset(client_token)
             REQUEST_SECRETS.reset(secrets_token)
             REQUEST_ID.reset(token)
 
@@ -205,6 +213,25 @@ class ProxyApp:
             await handler(scope, receive, send)
         else:
             await _wrong_method(scope, send)
+
+
+def _with_request_id(send: Send) -> Send:
+    """``send`` that puts the request id on every response: ``x-request-id`` (where the route
+    did not) and ``request-id`` (what the anthropic SDK reads)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            names = {name.lower() for name, _ in headers}
+            rid = REQUEST_ID.get().encode("latin-1")
+            if b"x-request-id" not in names:
+                headers.append((b"x-request-id", rid))
+            if b"request-id" not in names:
+                headers.append((b"request-id", rid))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
 
 
 async def _wrong_method(scope: Scope, send: Send) -> None:
@@ -252,7 +279,24 @@ class _Endpoints:
             listing = await self.engine.upstream.list_models(headers=headers)
         except Exception as exc:
             return error_response(exc, request.url.path)
+        if ANTHROPIC_CLIENT.get():
+            try:
+                return JSONBody(anthropic_page(listing, request.query_params))
+            except Exception as exc:
+                return error_response(exc, request.url.path)
         return JSONBody(listing)
+
+    async def model(self, request: Request) -> Response:
+        """``GET /v1/models/{id}``: the upstream's entry for it, in the asker's shape."""
+        model_id = request.path_params["model_id"]
+        headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
+        try:
+            entry = find_model(await self.engine.upstream.list_models(headers=headers), model_id)
+            if entry is None:
+                raise model_not_found(model_id)
+        except Exception as exc:
+            return error_response(exc, request.url.path)
+        return JSONBody(anthropic_model(entry) if ANTHROPIC_CLIENT.get() else entry)
 
     async def healthz(self, request: Request) -> Response:
         headers = forwarded_headers(request.headers, self.settings.upstream_api_key)

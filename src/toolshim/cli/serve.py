@@ -14,6 +14,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from toolshim.cli._caller_options import (
+    AdminKeysOption,
+    MaxChoicesOption,
+    MaxOutputTokensOption,
+    StoreKeyQuotaOption,
+    StoreMaxSizeOption,
+)
 from toolshim.cli._common import (
     EMBEDDED_HINT,
     UpstreamTarget,
@@ -154,16 +161,7 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    admin_keys: Annotated[
-        str,
-        typer.Option(
-            "--admin-keys",
-            envvar="TOOLSHIM_ADMIN_KEYS",
-            help="Names of keys from --auth-keys (comma-separated) whose holders see the "
-            "per-key series on /metrics; other keys see the rest.",
-            show_default=False,
-        ),
-    ] = "",
+    admin_keys: AdminKeysOption = "",
     allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -237,44 +235,15 @@ def serve(
             min=0,
         ),
     ] = 30.0,
-    max_choices: Annotated[
-        int,
-        typer.Option(
-            envvar="TOOLSHIM_MAX_CHOICES",
-            help="The most answers (n) one request may ask for; more get a 400.",
-            min=1,
-        ),
-    ] = 8,
-    max_output_tokens: Annotated[
-        int,
-        typer.Option(
-            envvar="TOOLSHIM_MAX_OUTPUT_TOKENS",
-            help="The most max_tokens a request may ask for; more is lowered to it, with a "
-            "warning (0: no cap).",
-            min=0,
-        ),
-    ] = 0,
-    store_max_size: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_STORE_MAX_SIZE",
-            help="Stored Responses API answers (previous_response_id) kept in all (bytes, or "
-            "with a K/M/G suffix); beyond it the oldest of the key holding the most go first.",
-        ),
-    ] = "1G",
-    store_key_quota: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_STORE_KEY_QUOTA",
-            help="Stored answers one access key keeps (bytes, K/M/G); beyond it that key's "
-            "oldest go first. 0: only --store-max-size bounds a key.",
-        ),
-    ] = "0",
+    max_choices: MaxChoicesOption = 8,
+    max_output_tokens: MaxOutputTokensOption = 0,
+    store_max_size: StoreMaxSizeOption = "1G",
+    store_key_quota: StoreKeyQuotaOption = "0",
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
     from toolshim.server import configure_logging, create_app
-    from toolshim.server.auth import AccessKeys
+    from toolshim.server.auth import AccessKeys, admin_names
     from toolshim.server.limits import Limits
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
@@ -425,18 +394,6 @@ def _banner(
 
 
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-
-
-def admin_names(text: str, keys: AccessKeys | None) -> tuple[str, ...]:
-    """The key names ``--admin-keys`` lists; ConfigError for a name not in the key file."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    if names and keys is None:
-        raise ConfigError("--admin-keys names keys from --auth-keys; pass --auth-keys too")
-    unknown = [n for n in names if keys is not None and n not in keys.names]
-    if unknown:
-        known = ", ".join(keys.names) if keys is not None else ""
-        raise ConfigError(f"--admin-keys: no key named {unknown[0]!r} in --auth-keys ({known})")
-    return names
 
 
 def parse_size(text: str, flag: str) -> int:

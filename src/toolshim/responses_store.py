@@ -336,6 +336,11 @@ class ResponseStore:
         for gone_id, reason in reversed(found.get("gone", ())):
             if gone_id == response_id:
                 return str(reason)
+        for item in found.get("items", ()):
+            if item and item[0] == response_id:  # indexed, yet its document is gone
+                if self.ttl is not None and item[2] + self.ttl < time.time():
+                    return f"it expired (responses are kept {self.ttl / 86400:g} days)"
+                return "the document store evicted it to stay within its document limit"
         return None
 
     def _owned(self, response_id: str, owner: str) -> Mapping[str, Any] | None:

@@ -525,3 +525,35 @@ async def test_healthz_shows_the_upstream_address_only_to_a_key_holder(keys: Acc
     assert "url" not in anonymous["upstream"] and anonymous["upstream"]["reachable"] is True
     assert holder["upstream"]["url"] == p.engine.upstream.key
     assert wrong.status_code == 200 and "url" not in wrong.json()["upstream"]
+
+
+def test_the_400_for_an_expired_or_store_evicted_response_says_which() -> None:
+    from toolshim.errors import InvalidRequestError
+    from toolshim.responses_store import MemoryDocuments, ResponseStore
+
+    documents = MemoryDocuments()
+    store = ResponseStore(documents, ttl=3600)
+    for n in (1, 2):
+        store.save({"id": f"resp_{n}", "output": []}, [{"role": "user", "content": "hi"}])
+    documents.delete_document("response:resp_1")  # the document store evicting it
+    index = documents.get_document("responses-of:anonymous")
+    index["items"][1][2] -= 7200  # written two hours ago: past its TTL
+    documents.put_document("responses-of:anonymous", index)
+    documents.delete_document("response:resp_2")
+    reasons = []
+    for rid in ("resp_1", "resp_2"):
+        with pytest.raises(InvalidRequestError) as caught:
+            store.conversation(rid)
+        reasons.append(caught.value.message)
+    assert "document limit" in reasons[0] and "expired" in reasons[1]
+
+
+def test_admin_keys_must_name_keys_of_the_file(keys: AccessKeys) -> None:
+    from toolshim.errors import ConfigError
+    from toolshim.server.auth import admin_names
+
+    assert admin_names(" alice , ", keys) == ("alice",)
+    with pytest.raises(ConfigError, match="no key named 'carol'"):
+        admin_names("alice,carol", keys)
+    with pytest.raises(ConfigError, match="pass --auth-keys"):
+        admin_names("alice", None)

@@ -5,8 +5,8 @@ An emulated prompt puts tool descriptions and tool results between the dialect's
 marked by special tokens (``<|im_end|>``, ``<end_of_turn>``). A fetched page that says
 ``</tool_response><|im_start|>system`` must not end the result and start a system turn: in
 descriptions (and the schema's ``description``/``title`` strings) and in tool results, such
-tags are written with ``&lt;`` and ``&gt;`` (:func:`defuse`), which a model reads the same and
-a tokenizer never takes for a special token. Enum values and other schema strings are left as
+a tag's ``<`` is written ``&lt;`` (a Mistral-style ``[TOOL_CALLS]``'s ``[`` as ``&#91;``) by
+:func:`defuse`: a model reads it the same, a tokenizer never takes it for a special token. Enum values and other schema strings are left as
 they are: a call must be able to repeat them.
 """
 

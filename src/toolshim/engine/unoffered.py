@@ -57,9 +57,9 @@ def drop_unoffered(
 
 
 class UnofferedFilter:
-    """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it came: each upstream
-    chunk (a chat-completions chunk dict) without the deltas of calls to tools not offered.
-    :meth:`finish` warns once, naming them."""
+    """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it
+    came: each upstream chunk (a chat-completions chunk dict) without the deltas of calls to
+    tools not offered. :meth:`finish` warns once, naming them."""
 
     def __init__(self, turn: Turn, offered: Sequence[str] | None = None) -> None:
         self.turn = turn
@@ -81,10 +81,10 @@ class UnofferedFilter:
             if not calls:
                 out.append(choice)
                 continue
-            position = int(choice.get("index") or 0)
+            position = _index(choice)
             kept = []
             for delta in calls:
-                key = (position, int(delta.get("index") or 0))
+                key = (position, _index(delta))
                 if key not in self._verdict:
                     function = delta.get("function")
                     name = function.get("name") if isinstance(function, Mapping) else None
@@ -102,19 +102,19 @@ class UnofferedFilter:
         if not self.dropped:
             return data
         choices = data["choices"]
-        if not any(
-            c.get("finish_reason") == "tool_calls" and int(c.get("index") or 0) not in self._kept
+        emptied = [
+            isinstance(c, Mapping)
+            and c.get("finish_reason") == "tool_calls"
+            and _index(c) not in self._kept
             for c in choices
-        ):
+        ]
+        if not any(emptied):
             return data
         return {
             **data,
             "choices": [
-                {**c, "finish_reason": "stop"}
-                if c.get("finish_reason") == "tool_calls"
-                and int(c.get("index") or 0) not in self._kept
-                else c
-                for c in choices
+                {**c, "finish_reason": "stop"} if gone else c
+                for c, gone in zip(choices, emptied, strict=True)
             ],
         }
 
@@ -126,4 +126,10 @@ class UnofferedFilter:
 def _calls_of(choice: Any) -> list[Any]:
     delta = choice.get("delta") if isinstance(choice, Mapping) else None
     calls = delta.get("tool_calls") if isinstance(delta, Mapping) else None
-    return calls if isinstance(calls, list) else []
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+
+
+def _index(item: Mapping[str, Any]) -> int:
+    """A choice's or a call delta's ``index`` (0 when it has none, or not a number)."""
+    value = item.get("index")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -19,9 +19,10 @@ Contracts:
 * **Bounded.** At most ``max_bytes`` bytes in all and ``key_quota`` bytes (and
   :data:`MAX_RESPONSES_PER_KEY` responses) per caller; to make room, the oldest response of the
   caller over its quota goes first, and for the total, the oldest of the caller who holds the
-  most. The bookkeeping is one index document per caller (``responses-of:<owner>``) and one of
-  totals (``responses-usage``); replicas sharing a store keep them approximately (two writes at
-  once may each miss the other's entry, which then ages out with its TTL).
+  most. The bookkeeping is each caller's :class:`~toolshim.responses_index.OwnerIndex` (a few
+  documents, a save costs the same however many it lists) and one document of totals
+  (``responses-usage``); replicas sharing a store keep them approximately (two writes at once
+  may each miss the other's entry, which then ages out with its TTL).
 * **Honest.** :meth:`ResponseStore.save` returns why a response could not be stored (too big,
   the store failed) so the caller is told; the reason (and an eviction's) is kept in the
   owner's index, and a later ``previous_response_id`` naming that id gets it in its 400.
@@ -36,9 +37,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
 
 from toolshim.errors import InvalidRequestError, StoreError
+from toolshim.responses_index import Documents, OwnerIndex
 
 __all__ = [
     "ANONYMOUS",
@@ -68,21 +70,9 @@ ANONYMOUS = "anonymous"
 OWNER: ContextVar[str] = ContextVar("toolshim_response_owner", default=ANONYMOUS)
 """Who is asking, for the request being served (the proxy's guard sets it per access key)."""
 
-_GONE_KEPT = 256
-"""How many reasons for responses not (or no longer) stored an owner's index remembers."""
 _USAGE_KEY = "responses-usage"
 _EVICTED_BY_QUOTA = "it was evicted to keep this key's stored responses within --store-key-quota"
 _EVICTED_BY_TOTAL = "it was evicted to keep the response store within --store-max-size"
-
-
-class Documents(Protocol):
-    """A key → JSON document store (the shape of the registry's document store)."""
-
-    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None: ...
-
-    def get_document(self, key: str) -> Any | None: ...
-
-    def delete_document(self, key: str) -> bool: ...
 
 
 class MemoryDocuments:
@@ -115,10 +105,6 @@ class MemoryDocuments:
 
 def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-
-
-def _index_key(owner: str) -> str:
-    return f"responses-of:{owner}"
 
 
 class ResponseStore:
@@ -195,64 +181,49 @@ class ResponseStore:
     def _store(self, owner: str, response_id: str, document: Any, size: int) -> None:
         """Make room (the oldest of ``owner`` beyond its quota, then the oldest of the
         heaviest owner while the total would pass ``max_bytes``), then write."""
-        index = self._index(owner)
-        while index["items"] and (
-            len(index["items"]) >= MAX_RESPONSES_PER_KEY
-            or (self.key_quota is not None and index["bytes"] + size > self.key_quota)
+        index = OwnerIndex(self.documents, owner, self.ttl)
+        while index.count >= MAX_RESPONSES_PER_KEY or (
+            self.key_quota is not None and index.count and index.bytes + size > self.key_quota
         ):
-            self._evict(index, _EVICTED_BY_QUOTA)
+            if not self._evict(index, _EVICTED_BY_QUOTA):
+                break
         usage = self._usage() if self.max_bytes is not None else None
         if usage is not None and self.max_bytes is not None:
-            usage[owner] = index["bytes"]
-            while sum(usage.values()) + size > self.max_bytes:
+            usage[owner] = index.bytes
+            while usage and sum(usage.values()) + size > self.max_bytes:
                 heaviest = max(usage, key=lambda o: usage[o])
-                theirs = index if heaviest == owner else self._index(heaviest)
-                if not theirs["items"]:
-                    usage.pop(heaviest)
-                    if not usage:
-                        break
-                    continue
-                self._evict(theirs, _EVICTED_BY_TOTAL)
+                theirs = (
+                    index if heaviest == owner else OwnerIndex(self.documents, heaviest, self.ttl)
+                )
+                evicted = self._evict(theirs, _EVICTED_BY_TOTAL)
                 if theirs is not index:
-                    self._put_index(heaviest, theirs)
-                usage[heaviest] = theirs["bytes"]
+                    theirs.save()
+                usage[heaviest] = theirs.bytes if evicted else 0
+                if not usage[heaviest]:
+                    usage.pop(heaviest)
         self.documents.put_document(f"response:{response_id}", document, ttl=self.ttl)
-        index["items"].append([response_id, size, time.time()])
-        index["bytes"] += size
-        self._put_index(owner, index)
+        index.append(response_id, size)
+        index.save()
         if usage is not None:
-            usage[owner] = index["bytes"]
+            usage[owner] = index.bytes
             self._put_usage(usage)
 
-    def _evict(self, index: dict[str, Any], reason: str) -> None:
-        response_id, size, _ = index["items"].pop(0)
-        index["bytes"] = max(0, index["bytes"] - size)
-        self.documents.delete_document(f"response:{response_id}")
-        index["gone"] = [*index["gone"], [response_id, reason]][-_GONE_KEPT:]
+    def _evict(self, index: OwnerIndex, reason: str) -> bool:
+        """Delete the oldest answer ``index`` lists; False when it lists none."""
+        oldest = index.pop_oldest()
+        if oldest is None:
+            return False
+        self.documents.delete_document(f"response:{oldest[0]}")
+        index.gone(oldest[0], reason)
+        return True
 
     def _remember_gone(self, owner: str, response_id: str, reason: str) -> None:
         try:
-            index = self._index(owner)
-            index["gone"] = [*index["gone"], [response_id, reason]][-_GONE_KEPT:]
-            self._put_index(owner, index)
+            index = OwnerIndex(self.documents, owner, self.ttl)
+            index.gone(response_id, reason)
+            index.save()
         except StoreError:
             pass  # the reason is logged; the 400 will then be the generic one
-
-    def _index(self, owner: str) -> dict[str, Any]:
-        found = self.documents.get_document(_index_key(owner))
-        index: dict[str, Any] = {"items": [], "bytes": 0, "gone": []}
-        if isinstance(found, Mapping):
-            index["items"] = [list(i) for i in found.get("items", ()) if len(i) == 3]
-            index["gone"] = [list(g) for g in found.get("gone", ()) if len(g) == 2]
-        if self.ttl is not None:  # entries past their TTL are gone from the store already
-            oldest = time.time() - self.ttl
-            index["items"] = [i for i in index["items"] if i[2] >= oldest]
-        index["bytes"] = sum(int(i[1]) for i in index["items"])
-        return index
-
-    def _put_index(self, owner: str, index: Mapping[str, Any]) -> None:
-        document = {"items": index["items"], "gone": index["gone"]}
-        self.documents.put_document(_index_key(owner), document, ttl=self.ttl)
 
     def _usage(self) -> dict[str, int]:
         found = self.documents.get_document(_USAGE_KEY)
@@ -328,20 +299,16 @@ class ResponseStore:
 
     def _gone_reason(self, response_id: str, owner: str) -> str | None:
         try:
-            found = self.documents.get_document(_index_key(owner))
+            index = OwnerIndex(self.documents, owner, self.ttl)
+            reason = index.gone_reason(response_id)
+            entry = index.find(response_id) if reason is None else None
         except StoreError:
             return None
-        if not isinstance(found, Mapping):
-            return None
-        for gone_id, reason in reversed(found.get("gone", ())):
-            if gone_id == response_id:
-                return str(reason)
-        for item in found.get("items", ()):
-            if item and item[0] == response_id:  # indexed, yet its document is gone
-                if self.ttl is not None and item[2] + self.ttl < time.time():
-                    return f"it expired (responses are kept {self.ttl / 86400:g} days)"
-                return "the document store evicted it to stay within its document limit"
-        return None
+        if entry is not None:  # indexed, yet its document is gone
+            if self.ttl is not None and entry[1] + self.ttl < time.time():
+                return f"it expired (responses are kept {self.ttl / 86400:g} days)"
+            return "the document store evicted it to stay within its document limit"
+        return reason
 
     def _owned(self, response_id: str, owner: str) -> Mapping[str, Any] | None:
         document = self.documents.get_document(f"response:{response_id}")
@@ -376,14 +343,14 @@ class ResponseStore:
             if self._owned(response_id, owner) is None:
                 return False
             self.documents.delete_document(f"response:{response_id}")
-            index = self._index(owner)
-            index["items"] = [i for i in index["items"] if i[0] != response_id]
-            index["bytes"] = sum(int(i[1]) for i in index["items"])
-            index["gone"] = [*index["gone"], [response_id, "it was deleted"]][-_GONE_KEPT:]
-            self._put_index(owner, index)
-            usage = self._usage()
-            usage[owner] = index["bytes"]
-            self._put_usage(usage)
+            index = OwnerIndex(self.documents, owner, self.ttl)
+            index.remove(response_id)
+            index.gone(response_id, "it was deleted")
+            index.save()
+            if self.max_bytes is not None:
+                usage = self._usage()
+                usage[owner] = index.bytes
+                self._put_usage(usage)
         return True
 
 

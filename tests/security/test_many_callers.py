@@ -536,9 +536,9 @@ def test_the_400_for_an_expired_or_store_evicted_response_says_which() -> None:
     for n in (1, 2):
         store.save({"id": f"resp_{n}", "output": []}, [{"role": "user", "content": "hi"}])
     documents.delete_document("response:resp_1")  # the document store evicting it
-    index = documents.get_document("responses-of:anonymous")
-    index["items"][1][2] -= 7200  # written two hours ago: past its TTL
-    documents.put_document("responses-of:anonymous", index)
+    page = documents.get_document("responses-of:anonymous:0")
+    page["items"][1][2] -= 7200  # written two hours ago: past its TTL
+    documents.put_document("responses-of:anonymous:0", page)
     documents.delete_document("response:resp_2")
     reasons = []
     for rid in ("resp_1", "resp_2"):

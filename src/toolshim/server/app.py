@@ -91,8 +91,9 @@ def create_app(
         health_timeout=health_timeout,
         limits=limits or Limits(),
     )
-    endpoints = _Endpoints(engine, metrics, settings, keyed=auth_keys is not None)
-    endpoints.admins = frozenset(admin_keys)
+    endpoints = _Endpoints(
+        engine, metrics, settings, keyed=auth_keys is not None, admins=frozenset(admin_keys)
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -256,17 +257,23 @@ def error_response(exc: BaseException, path: str) -> Response:
 
 
 class _Endpoints:
-    """``/v1/models``, ``/healthz`` and ``/metrics``."""
+    """``/v1/models`` (and ``/v1/models/{id}``), ``/healthz`` and ``/metrics``."""
 
     def __init__(
-        self, engine: Engine, metrics: Metrics, settings: ServerSettings, *, keyed: bool = False
+        self,
+        engine: Engine,
+        metrics: Metrics,
+        settings: ServerSettings,
+        *,
+        keyed: bool = False,
+        admins: frozenset[str] = frozenset(),
     ) -> None:
         self.engine = engine
         self._metrics = metrics
         self.settings = settings
         self.keyed = keyed
         """Access keys are required: the upstream's address is shown only to a key holder."""
-        self.admins: frozenset[str] = frozenset()
+        self.admins = admins
         """Names of the keys that see per-key series on ``/metrics``."""
         self._checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = {}
         """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile

@@ -105,7 +105,7 @@ async def test_the_owner_reads_lists_and_deletes_its_response(keys: AccessKeys) 
     assert page["data"][0]["content"] == "one" and page["first_id"] == page["data"][0]["id"]
     texts = [i.get("content") for i in rest.json()["data"]]
     assert texts == ["two"] and rest.json()["has_more"] is False
-    assert deleted.json() == {"id": second["id"], "object": "response", "deleted": True}
+    assert deleted.json() == {"id": second["id"], "object": "response.deleted", "deleted": True}
     assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
     assert cont.status_code == 400 and "it was deleted" in cont.json()["error"]["message"]
 

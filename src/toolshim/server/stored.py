@@ -3,7 +3,7 @@
 
 Another caller's id is answered exactly like an unknown one (the same 404, the same body but
 for the id asked). Shapes follow OpenAI's: the ``response`` object; ``{"id", "object":
-"response", "deleted": true}``; a cursor page ``{"object": "list", "data", "first_id",
+"response.deleted", "deleted": true}``; a cursor page ``{"object": "list", "data", "first_id",
 "last_id", "has_more"}`` of items, newest first unless ``order=asc``, ``limit`` 1–100
 (default 20), ``after`` an item id.
 """
@@ -53,7 +53,7 @@ class StoredResponses:
             if request.method == "DELETE":
                 if not self.store.delete(response_id):
                     raise _not_found(response_id)
-                return JSONBody({"id": response_id, "object": "response", "deleted": True})
+                return JSONBody({"id": response_id, "object": "response.deleted", "deleted": True})
             found = self.store.get(response_id)
             if found is None:
                 raise _not_found(response_id)

@@ -16,13 +16,14 @@ Contracts:
   chain, so a chain of *n* turns takes *n* documents, not *n²* items. The walk stops (a 400) as
   soon as the conversation passes ``max_items`` items or ``max_bytes`` bytes: what would go
   upstream is bounded before it is read whole.
-* **Bounded.** At most ``max_bytes`` bytes in all and ``key_quota`` bytes (and
-  :data:`MAX_RESPONSES_PER_KEY` responses) per caller; to make room, the oldest response of the
-  caller over its quota goes first, and for the total, the oldest of the caller who holds the
-  most. The bookkeeping is each caller's :class:`~toolshim.responses_index.OwnerIndex` (a few
-  documents, a save costs the same however many it lists) and one document of totals
-  (``responses-usage``); replicas sharing a store keep them approximately (two writes at once
-  may each miss the other's entry, which then ages out with its TTL).
+* **Bounded.** At most ``max_bytes`` bytes and ``max_responses`` answers in all, and
+  ``key_quota`` bytes (and :data:`MAX_RESPONSES_PER_KEY` answers) per caller; to make room, the
+  oldest answer of the caller over its quota goes first, and for a total, the oldest of the
+  caller who holds the most (bytes, or answers). The bookkeeping is each caller's
+  :class:`~toolshim.responses_index.OwnerIndex` (a few documents: a save costs the same however
+  many it lists) and one document of totals (``responses-usage``); replicas sharing a store
+  keep them approximately (two writes at once may each miss the other's entry, which then ages
+  out with its TTL).
 * **Honest.** :meth:`ResponseStore.save` returns why a response could not be stored (too big,
   the store failed) so the caller is told; the reason (and an eviction's) is kept in the
   owner's index, and a later ``previous_response_id`` naming that id gets it in its 400.
@@ -46,6 +47,7 @@ __all__ = [
     "ANONYMOUS",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_RESPONSES",
     "DEFAULT_TTL",
     "MAX_RESPONSES_PER_KEY",
     "OWNER",
@@ -65,6 +67,11 @@ DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 """Bytes of stored responses kept at most, all callers together (``--store-max-size``)."""
 MAX_RESPONSES_PER_KEY = 5000
 """Responses one caller keeps at most, whatever their size."""
+DEFAULT_MAX_RESPONSES = 8000
+"""Responses kept at most, all callers together: under the document store's own limit
+(:data:`~toolshim.capabilities.store.DEFAULT_DOCUMENT_LIMIT`, 10,000, oldest first whoever wrote
+them) with room for the indexes, so that the store makes room from the key holding the most,
+never from a quiet one."""
 ANONYMOUS = "anonymous"
 """The owner of what is stored when the proxy runs without access keys."""
 OWNER: ContextVar[str] = ContextVar("toolshim_response_owner", default=ANONYMOUS)
@@ -73,6 +80,10 @@ OWNER: ContextVar[str] = ContextVar("toolshim_response_owner", default=ANONYMOUS
 _USAGE_KEY = "responses-usage"
 _EVICTED_BY_QUOTA = "it was evicted to keep this key's stored responses within --store-key-quota"
 _EVICTED_BY_TOTAL = "it was evicted to keep the response store within --store-max-size"
+_EVICTED_BY_COUNT = (
+    "it was evicted to keep the response store within its number of answers (the key holding "
+    "the most loses its oldest first)"
+)
 
 
 class MemoryDocuments:
@@ -119,6 +130,7 @@ class ResponseStore:
         key_quota: int | None = None,
         max_items: int | None = None,
         max_chain_bytes: int | None = None,
+        max_responses: int | None = DEFAULT_MAX_RESPONSES,
     ) -> None:
         self.documents = documents
         self.ttl = ttl
@@ -130,6 +142,8 @@ class ResponseStore:
         """Items a conversation read back may hold (the proxy's ``--max-messages``)."""
         self.max_chain_bytes = max_chain_bytes or None
         """Bytes a conversation read back may hold (the proxy's ``--max-body-size``)."""
+        self.max_responses = max_responses or None
+        """Responses kept in all; beyond it the owner holding the most loses its oldest."""
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -187,26 +201,32 @@ class ResponseStore:
         ):
             if not self._evict(index, _EVICTED_BY_QUOTA):
                 break
-        usage = self._usage() if self.max_bytes is not None else None
-        if usage is not None and self.max_bytes is not None:
-            usage[owner] = index.bytes
-            while usage and sum(usage.values()) + size > self.max_bytes:
-                heaviest = max(usage, key=lambda o: usage[o])
-                theirs = (
-                    index if heaviest == owner else OwnerIndex(self.documents, heaviest, self.ttl)
-                )
-                evicted = self._evict(theirs, _EVICTED_BY_TOTAL)
-                if theirs is not index:
-                    theirs.save()
-                usage[heaviest] = theirs.bytes if evicted else 0
-                if not usage[heaviest]:
-                    usage.pop(heaviest)
+        usage = self._usage()
+        usage[owner] = (index.bytes, index.count)
+        while usage:
+            if self.max_bytes is not None and sum(u[0] for u in usage.values()) + size > (
+                self.max_bytes
+            ):
+                measure, reason = 0, _EVICTED_BY_TOTAL  # bytes
+            elif self.max_responses is not None and sum(u[1] for u in usage.values()) >= (
+                self.max_responses
+            ):
+                measure, reason = 1, _EVICTED_BY_COUNT  # answers
+            else:
+                break
+            heaviest = max(usage, key=lambda o: usage[o][measure])
+            theirs = index if heaviest == owner else OwnerIndex(self.documents, heaviest, self.ttl)
+            evicted = self._evict(theirs, reason)
+            if theirs is not index:
+                theirs.save()
+            usage[heaviest] = (theirs.bytes, theirs.count)
+            if not evicted or not theirs.count:
+                usage.pop(heaviest)
         self.documents.put_document(f"response:{response_id}", document, ttl=self.ttl)
         index.append(response_id, size)
         index.save()
-        if usage is not None:
-            usage[owner] = index.bytes
-            self._put_usage(usage)
+        usage[owner] = (index.bytes, index.count)
+        self._put_usage(usage)
 
     def _evict(self, index: OwnerIndex, reason: str) -> bool:
         """Delete the oldest answer ``index`` lists; False when it lists none."""
@@ -225,14 +245,24 @@ class ResponseStore:
         except StoreError:
             pass  # the reason is logged; the 400 will then be the generic one
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> dict[str, tuple[int, int]]:
+        """(bytes, answers) stored per owner."""
         found = self.documents.get_document(_USAGE_KEY)
         if not isinstance(found, Mapping):
             return {}
-        return {str(k): int(v) for k, v in found.items() if isinstance(v, int) and v > 0}
+        usage = {}
+        for owner, value in found.items():
+            if (
+                isinstance(value, list)
+                and len(value) == 2
+                and all(isinstance(v, int) for v in value)
+            ):
+                usage[str(owner)] = (value[0], value[1])
+        return usage
 
-    def _put_usage(self, usage: Mapping[str, int]) -> None:
-        self.documents.put_document(_USAGE_KEY, {k: v for k, v in usage.items() if v > 0})
+    def _put_usage(self, usage: Mapping[str, tuple[int, int]]) -> None:
+        kept = {k: list(v) for k, v in usage.items() if v[1] > 0}
+        self.documents.put_document(_USAGE_KEY, kept)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -347,10 +377,9 @@ class ResponseStore:
             index.remove(response_id)
             index.gone(response_id, "it was deleted")
             index.save()
-            if self.max_bytes is not None:
-                usage = self._usage()
-                usage[owner] = index.bytes
-                self._put_usage(usage)
+            usage = self._usage()
+            usage[owner] = (index.bytes, index.count)
+            self._put_usage(usage)
         return True
 
 

@@ -104,3 +104,17 @@ def test_a_key_quota_evicts_the_oldest_across_index_pages() -> None:
     assert documents.get_document("responses-of:anonymous:0") is None  # emptied, deleted
     assert store.delete(f"resp_{total - 1}") and not store.delete(f"resp_{total - 1}")
     assert OwnerIndex(documents, "anonymous", store.ttl).count == len(kept) - 1
+
+
+def test_the_total_number_of_answers_is_made_room_for_by_the_key_holding_the_most() -> None:
+    """Beneath the bounds lies the document store's own limit, oldest first whoever wrote:
+    the store keeps under it, so a flood by one key never ages out a quiet key's answer."""
+    store = ResponseStore(MemoryDocuments(10_000), max_responses=20)
+    store.save({**response(0), "id": "resp_bob"}, [USER], owner="key:bob")
+    for n in range(60):
+        store.save({**response(n), "id": f"resp_{n}"}, [USER], owner="key:alice")
+    alice = [n for n in range(60) if store.get(f"resp_{n}", owner="key:alice") is not None]
+    assert store.get("resp_bob", owner="key:bob") is not None
+    assert alice == list(range(41, 60))  # 19 of alice's, the newest, and bob's one
+    with pytest.raises(InvalidRequestError, match="number of answers"):
+        store.conversation("resp_0", owner="key:alice")

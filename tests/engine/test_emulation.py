@@ -186,7 +186,7 @@ async def test_several_calls_in_one_reply() -> None:
     calls = completion.message.tool_calls
     assert [c.name for c in calls] == ["get_weather", "get_time"]
     assert json.loads(calls[1].arguments) == {"tz": "CET"}
-    assert all(re.fullmatch(r"emulated_\d{19}_\d", c.id) for c in calls)
+    assert all(re.fullmatch(r"emulated_[0-9a-f]{20}_\d", c.id) for c in calls)
     assert [c.id[-1] for c in calls] == ["0", "1"]
 
 

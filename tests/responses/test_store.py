@@ -3,6 +3,7 @@ SQLite file) surviving a reopen; memory bounded; unknown ids a 400."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_a_stored_response_survives_a_reopen_of_the_registry(tmp_path: Path) -> 
 
 
 def test_memory_keeps_the_newest_responses_and_an_unknown_id_is_a_400() -> None:
-    store = ResponseStore(MemoryDocuments(3))
+    store = ResponseStore(MemoryDocuments(3 + 3))  # + the owner's index (head, a page), totals
     for n in range(5):
         store.save(response(n), [USER])
     assert [store.get(f"resp_{n}") is not None for n in range(5)] == [
@@ -81,3 +82,39 @@ def test_storing_a_response_costs_the_same_however_many_are_stored(tmp_path: Pat
             cost[n] = steps
     store.close()
     assert cost[1999] <= 2 * cost[100] + 10, cost
+
+
+def test_a_key_quota_evicts_the_oldest_across_index_pages() -> None:
+    """The owner's index is paged (a save costs the same however many it lists): eviction
+    takes from the oldest page, deleting a page it empties, appending fills the newest."""
+    from toolshim.responses_index import PAGE, OwnerIndex
+
+    documents = MemoryDocuments(10_000)
+    one = len(json.dumps({"owner": "anonymous", "input": [USER], "response": response(100)}))
+    store = ResponseStore(documents, key_quota=one * 60)
+    total = 3 * PAGE + 7
+    for n in range(total):
+        # no quota until the index has two pages, then one that keeps about 60
+        store.key_quota = None if n < PAGE + 5 else one * 60
+        assert store.save({**response(n), "id": f"resp_{n}"}, [USER]) is None
+    kept = [n for n in range(total) if store.get(f"resp_{n}") is not None]
+    assert kept == list(range(total - len(kept), total)) and 30 < len(kept) <= 70
+    index = OwnerIndex(documents, "anonymous", store.ttl)
+    assert index.count == len(kept) and index.first == index.last == 1
+    assert documents.get_document("responses-of:anonymous:0") is None  # emptied, deleted
+    assert store.delete(f"resp_{total - 1}") and not store.delete(f"resp_{total - 1}")
+    assert OwnerIndex(documents, "anonymous", store.ttl).count == len(kept) - 1
+
+
+def test_the_total_number_of_answers_is_made_room_for_by_the_key_holding_the_most() -> None:
+    """Beneath the bounds lies the document store's own limit, oldest first whoever wrote:
+    the store keeps under it, so a flood by one key never ages out a quiet key's answer."""
+    store = ResponseStore(MemoryDocuments(10_000), max_responses=20)
+    store.save({**response(0), "id": "resp_bob"}, [USER], owner="key:bob")
+    for n in range(60):
+        store.save({**response(n), "id": f"resp_{n}"}, [USER], owner="key:alice")
+    alice = [n for n in range(60) if store.get(f"resp_{n}", owner="key:alice") is not None]
+    assert store.get("resp_bob", owner="key:bob") is not None
+    assert alice == list(range(41, 60))  # 19 of alice's, the newest, and bob's one
+    with pytest.raises(InvalidRequestError, match="number of answers"):
+        store.conversation("resp_0", owner="key:alice")

@@ -85,7 +85,7 @@ async def test_requests_without_a_valid_key_get_an_openai_401(keys: AccessKeys) 
 
 async def test_bearer_and_x_api_key_are_accepted_and_never_forwarded(keys: AccessKeys) -> None:
     upstream = RecordsModelHeaders(["hi", "hi"])
-    options = {"auth_keys": keys, "upstream_api_key": UPSTREAM_KEY}
+    options = {"auth_keys": keys, "upstream_api_key": UPSTREAM_KEY, "admin_keys": ["alice"]}
     async with proxy(upstream, app_options=options) as p:
         bearer = await p.client.post(
             "/v1/chat/completions",

@@ -14,6 +14,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from toolshim.cli._caller_options import (
+    AdminKeysOption,
+    MaxChoicesOption,
+    MaxOutputTokensOption,
+    StoreKeyQuotaOption,
+    StoreMaxSizeOption,
+)
 from toolshim.cli._common import (
     EMBEDDED_HINT,
     UpstreamTarget,
@@ -209,6 +216,7 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    admin_keys: AdminKeysOption = "",
     allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -282,11 +290,15 @@ def serve(
             min=0,
         ),
     ] = 30.0,
+    max_choices: MaxChoicesOption = 8,
+    max_output_tokens: MaxOutputTokensOption = 0,
+    store_max_size: StoreMaxSizeOption = "1G",
+    store_key_quota: StoreKeyQuotaOption = "0",
 ) -> None:
     """Run the OpenAI-compatible proxy."""
     from toolshim.engine import Engine, EngineOptions
     from toolshim.server import configure_logging, create_app
-    from toolshim.server.auth import AccessKeys
+    from toolshim.server.auth import AccessKeys, admin_names
     from toolshim.server.limits import Limits
     from toolshim.server.model_aliases import parse_model_aliases
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
@@ -306,6 +318,7 @@ def serve(
         check_upstream_choice(upstream, model_file, local_model)
         aliases = parse_model_aliases(model_alias or ())
         keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
+        admins = admin_names(admin_keys, keys)
         limits = Limits(
             max_body_bytes=parse_size(max_body_size, "--max-body-size"),
             header_timeout=header_timeout,
@@ -316,6 +329,12 @@ def serve(
             max_tools=max_tools,
             max_messages=max_messages,
             drain_timeout=drain_timeout,
+            max_choices=max_choices,
+            max_output_tokens=max_output_tokens,
+            store_max_bytes=parse_size(store_max_size, "--store-max-size"),
+            store_key_quota=0
+            if store_key_quota.strip() == "0"
+            else parse_size(store_key_quota, "--store-key-quota"),
         )
     except ConfigError as exc:
         fail(err, redact(exc.message, secrets))
@@ -367,6 +386,7 @@ def serve(
                 context_hint=target.context_hint,
                 limits=limits,
                 auth_keys=keys,
+                admin_keys=admins,
             )
             _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
             for alias in aliases:

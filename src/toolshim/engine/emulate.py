@@ -31,12 +31,16 @@ from toolshim.engine.call_checks import (
 )
 from toolshim.engine.focus import condense_tools
 from toolshim.engine.history import fold_results, rewrite_history
+from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import answer_without_calls
+from toolshim.engine.quoted import quoted_problems
 from toolshim.engine.turn import Turn, emulated_id
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.unused_numbers import unused_number_problems
 from toolshim.engine.validate import Verdict, validate_calls
+from toolshim.errors import InvalidRequestError
 from toolshim.types import Completion, Message, ToolCall
 from toolshim.wire.openai import request_to_body
 
@@ -45,6 +49,7 @@ __all__ = [
     "emulate",
     "emulation_body",
     "judge",
+    "refuse_several_choices",
     "stop_sequences",
     "tool_call_message",
     "whole_attempt",
@@ -65,11 +70,12 @@ def emulation_body(
     text = None
     if instructions and request.wants_tools and tools:
         shown = condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
-        text = rendered_tools(turn.dialect, shown, turn.prompt_options)
+        text = rendered_tools(turn.dialect, defused_tools(shown), turn.prompt_options)
+    said = defused_results(request.messages)  # a result cannot close or open the prompt's tags
     if text is None and turn.results_in:
-        history = fold_results(request.messages, turn.dialect)  # an answer from the results
+        history = fold_results(said, turn.dialect)  # an answer from the results
     else:
-        history = rewrite_history(request.messages, turn.dialect, text)
+        history = rewrite_history(said, turn.dialect, text)
     messages = (*history, *extra)
     params = dict(request.params)
     if not stream:
@@ -143,7 +149,9 @@ def check(
         turn.warn(warning)
     if native or not verdict.ok or not verdict.calls:
         return verdict
-    problems = placeholder_problems(verdict.calls, request.function_tools)
+    problems = quoted_problems(turn, verdict.calls)
+    if not problems:
+        problems += placeholder_problems(verdict.calls, request.function_tools)
     if not problems:
         problems += example_copies(turn, verdict.calls)
     if not problems:
@@ -214,9 +222,22 @@ def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) 
     )
 
 
+def refuse_several_choices(turn: Turn) -> None:
+    """``n`` > 1 with tools is a 400 when the calls are emulated: each choice would need its
+    own checks and re-asks, and a choice that failed them was sent as an empty answer."""
+    n = turn.request.params.get("n")
+    if turn.request.wants_tools and isinstance(n, int) and not isinstance(n, bool) and n > 1:
+        raise InvalidRequestError(
+            f"n={n} is not supported when tool calls are emulated (this model gets no native "
+            "tools): send n=1, or one request per answer you want",
+            param="n",
+        )
+
+
 async def emulate(turn: Turn) -> Completion:
     """Serve the turn by emulation (the caller decided that native tools are not used): each
     reply read into an attempt, the next step from the turn's :class:`.driver.TurnDriver`."""
+    refuse_several_choices(turn)
     turn.mark_emulated()
     if not turn.request.wants_tools:
         return await answer_without_calls(turn, partial(emulation_body, turn))
@@ -224,6 +245,7 @@ async def emulate(turn: Turn) -> Completion:
     while True:
         opening = confidence.judged(turn, first_attempt=not driver.messages)
         completion = await turn.call(emulation_body(turn, driver.messages))
+        completion = drop_unoffered(turn, completion, offered=())  # it was sent no tools
         attempt = whole_attempt(turn, completion, opening=opening)
         if opening and not turn.request.params.get("logprobs"):
             completion = _without_logprobs(completion)  # asked for by toolshim, not the caller

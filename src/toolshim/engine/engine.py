@@ -42,12 +42,14 @@ from toolshim.engine.history import rewrite_history, strip_note
 from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.turn import Turn
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai import parse_request, request_to_body
+from toolshim.wire.requests import check_tool_names
 
 __all__ = ["Engine"]
 
@@ -246,6 +248,7 @@ class Engine:
                 )
             overrides = {**per_request, **overrides}
         chat = parse_request(request)
+        check_tool_names(chat.tools)  # what OpenAI and Anthropic accept, nothing a prompt breaks on
         schema_notes = inspect_tools(chat.tools)  # caller schemas: local $refs, bounded
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
         chat, left_out = focus_tools(chat, options.offer_tools)
@@ -389,7 +392,7 @@ class Engine:
     async def _serve(self, turn: Turn) -> Completion:
         route = self.route(turn)
         if route == "native":
-            completion = await turn.call(request_to_body(turn.request))
+            completion = drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
             if turn.mode is not Mode.FORCE and self.options.rescue:
                 return rescue(turn, completion) or completion
             return completion  # off: native only
@@ -399,7 +402,7 @@ class Engine:
             return await self._strip(turn)
         if route == "native-or-strip":
             try:
-                return await turn.call(request_to_body(turn.request))
+                return drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
             except UpstreamError as exc:
                 if self.learn_rejection(turn, exc):
                     return await self._strip(turn)
@@ -419,7 +422,7 @@ class Engine:
 
     async def _strip(self, turn: Turn) -> Completion:
         turn.warn("tools dropped: the model has no known native tool support")
-        return await turn.call(strip_body(turn))
+        return drop_unoffered(turn, await turn.call(strip_body(turn)), offered=())
 
     # -- the sync bridge --------------------------------------------------------------------
 

@@ -13,6 +13,11 @@ One decision, used by the non-streaming engine and by the held and relayed strea
 * in ``fallback``, a reply without calls to a request that offers tools goes to emulation;
 * under ``tool_choice: "none"``, a call written as text is cut out of the answer, and a reply
   that is nothing but such a call goes to emulation (which asks again without tools).
+
+A call written as text that the conversation already held (the same tool and arguments in a
+tool result or a user message: a fetched page that says ``{"name": "send_email", …}``) is
+never rescued, nor emulated: the reply stays text, with :data:`QUOTED_WARNING`. Text a tool
+returned cannot make the next call.
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ from toolshim.dialects import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check, tool_call_message
 from toolshim.engine.nocalls import leak, stripped_warning
+from toolshim.engine.quoted import QUOTING_ROLES, quotes_the_conversation
 from toolshim.engine.turn import RESCUED_WARNING, Turn
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.types import Completion, Message, Mode
 
 __all__ = [
+    "QUOTED_WARNING",
     "WROTE_A_CALL",
     "emulates_text_calls",
     "native_calls",
@@ -41,6 +49,10 @@ __all__ = [
 
 WROTE_A_CALL = "native reply rejected: its text is a tool call although tool_choice is 'none'"
 UNUSABLE_TEXT_CALL = "native reply rejected: its text is a tool call that cannot be used: "
+QUOTED_WARNING = (
+    "a tool call in the reply's text repeats one written in a tool result or user message: "
+    "kept as text, not turned into a call"
+)
 
 
 def native_calls(message: Message) -> list[ParsedCall]:
@@ -83,6 +95,9 @@ def _text_calls(turn: Turn, completion: Completion) -> tuple[ParsedReply, Verdic
         return None
     parsed = turn.dialect.parse(message.text, request.function_tools, markup=turn.markup)
     if not parsed.calls:
+        return None
+    if quotes_the_conversation(turn, parsed.calls, QUOTING_ROLES):
+        turn.warn(QUOTED_WARNING)
         return None
     return parsed, check(turn, parsed.calls, completion.finish_reason, native=True)
 
@@ -130,6 +145,8 @@ def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> C
     """The native reply as it should be returned, or None when the turn must be emulated."""
     if not completion.choices:
         return completion
+    if turn.mode is Mode.OFF or not turn.request.tools:
+        completion = drop_unoffered(turn, completion)  # elsewhere such calls are emulated
     read = _text_calls(turn, completion) if rescue_text else None
     if read is not None and read[1].ok:
         return _rescued(turn, completion, read[1])

@@ -21,6 +21,7 @@ from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.stream_parts import StreamedReply, TextGate, first_choice, usage_chunks
 from toolshim.engine.turn import Turn
+from toolshim.engine.unoffered import drop_unoffered
 from toolshim.types import Completion, Message, StreamChunk
 
 __all__ = [
@@ -100,7 +101,7 @@ async def answer_without_calls(turn: Turn, body: Body) -> Completion:
     """Ask for an answer in which no call may be returned (see the module docstring)."""
     extra: list[Message] = []
     while True:
-        completion = await turn.call(body(extra))
+        completion = drop_unoffered(turn, await turn.call(body(extra)), offered=())
         only_call = False
         choices = list(completion.choices)
         for position, choice in enumerate(choices):

@@ -112,7 +112,8 @@ class EngineOptions:
         )
 
     def override(self, values: Mapping[str, Any] | None) -> EngineOptions:
-        """These options with per-request ``mode``/``strategy``/``dialect``/``max_reasks`` applied."""
+        """These options with per-request ``mode``/``strategy``/``dialect``/``max_reasks`` applied
+        (``max_reasks`` at most the engine's own: the operator's setting bounds a caller)."""
         if not values:
             return self
         unknown = set(values) - {"mode", "strategy", "dialect", "max_reasks", "constrain"}
@@ -131,9 +132,16 @@ class EngineOptions:
             changes["dialect"] = str(values["dialect"])
         if values.get("max_reasks") is not None:
             try:
-                changes["max_reasks"] = int(values["max_reasks"])
+                max_reasks = int(values["max_reasks"])
             except (TypeError, ValueError):
                 raise ConfigError("max_reasks must be an integer", param="max_reasks") from None
+            if 0 <= max_reasks <= MAX_REASKS and max_reasks > self.max_reasks:
+                raise ConfigError(
+                    f"max_reasks {max_reasks} is above this server's {self.max_reasks} "
+                    "(toolshim serve --max-reasks): a request may lower it, not raise it",
+                    param="max_reasks",
+                )
+            changes["max_reasks"] = max_reasks
         if values.get("constrain") is not None:
             flag = values["constrain"]
             if not isinstance(flag, bool):

@@ -20,12 +20,14 @@ from toolshim.dialects.extract import ReplyParser
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check
 from toolshim.engine.native import (
+    QUOTED_WARNING,
     WROTE_A_CALL,
     emulates_text_calls,
     settle_native,
     unusable_text_call,
 )
 from toolshim.engine.nocalls import stripped_warning, writes_a_call
+from toolshim.engine.quoted import QUOTING_ROLES, quotes_the_conversation
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     TextGate,
@@ -92,8 +94,15 @@ async def relay(
         declined |= any(s.declined for s in segments)
         for text in texts(segments, calls, gate):
             yield StreamChunk(content=text)
+        quoted = bool(calls) and quotes_the_conversation(turn, calls, QUOTING_ROLES)
+        if quoted:
+            turn.warn(QUOTED_WARNING)  # text the model was shown: it stays text
+            calls = []
         verdict = check(turn, calls, finish, native=True)
-        if turn.request.choice.kind == "none" and writes_a_call(turn, calls, declined):
+        if quoted:
+            if gate.tail:
+                yield StreamChunk(content=gate.flush(gate.tail))
+        elif turn.request.choice.kind == "none" and writes_a_call(turn, calls, declined):
             # A call written as text although none may be made: cut out of the answer.
             if not (gate.emitted + gate.after_call).strip():
                 turn.warn(WROTE_A_CALL)

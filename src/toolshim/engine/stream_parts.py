@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolshim.dialects.extract import ReplyParser, Segment
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.turn import Turn, emulated_id
+from toolshim.engine.unoffered import unoffered_warning
 from toolshim.errors import UpstreamError
 from toolshim.types import StreamChunk, ToolCallDelta
 from toolshim.wire.openai import chunk_from_dict
@@ -57,12 +59,21 @@ async def open_stream(
 
 
 async def first_choice(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
-    """The first choice's chunks of an upstream stream, with usage counted."""
+    """The first choice's chunks of an emulated request's stream, with usage counted; native
+    calls in it (the upstream was sent no tools) are dropped, with a warning."""
+    dropped: dict[int, str] = {}
     async for data in open_stream(turn, body):
         for chunk in chunk_from_dict(data):
             if chunk.choice_index == 0:
                 turn.add_usage(chunk.usage)
+                for delta in chunk.tool_calls:
+                    if delta.name and delta.index not in dropped:
+                        dropped[delta.index] = delta.name
+                if chunk.tool_calls:
+                    chunk = replace(chunk, tool_calls=())
                 yield chunk
+    if dropped:
+        turn.warn(unoffered_warning(list(dropped.values())))
 
 
 def raw_chunk(data: dict[str, Any]) -> StreamChunk:

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from toolshim.engine import confidence, relay
 from toolshim.engine import driver as steps
-from toolshim.engine.emulate import check, emulation_body, whole_attempt
+from toolshim.engine.emulate import (
+    check,
+    emulation_body,
+    refuse_several_choices,
+    whole_attempt,
+)
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import stream_without_calls
@@ -38,6 +43,7 @@ from toolshim.engine.stream_parts import (
     usage_chunks,
 )
 from toolshim.engine.turn import Turn, with_meta
+from toolshim.engine.unoffered import UnofferedFilter
 from toolshim.errors import ToolshimError
 from toolshim.types import Mode, StreamChunk
 from toolshim.wire.legacy import dropped_calls_warning
@@ -179,16 +185,19 @@ def _native(
 async def _passed_through(
     turn: Turn, body: dict[str, Any], learn: relay.Learn | None
 ) -> AsyncIterator[StreamChunk]:
+    unoffered = UnofferedFilter(turn, None if body.get("tools") else ())
     async for data in open_stream(turn, body, learn):
-        chunk = raw_chunk(data)
+        chunk = raw_chunk(unoffered.feed(data))
         turn.add_usage(chunk.usage)
         yield chunk
+    unoffered.finish()
 
 
 async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     """An emulated stream: each attempt read into an :class:`.driver.Attempt` (streamed, its prose
     sent as it comes unless the driver holds it; a decision request whole, it is JSON), the
     next step from the turn's :class:`.driver.TurnDriver`."""
+    refuse_several_choices(turn)
     turn.mark_emulated()
     yield StreamChunk(role="assistant")
     request = turn.request

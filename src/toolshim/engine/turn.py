@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ def call_key(name: str, arguments: str) -> tuple[str, str]:
 
 
 def emulated_id(index: int) -> str:
-    """``emulated_<unix_nano>_<index>``, as seed 001 names emulated calls."""
-    return f"emulated_{time.time_ns()}_{index}"
+    """``emulated_<20 hex digits from secrets>_<index>``: an emulated call's id, which no caller
+    can guess from the ids it has seen (a clock's nanoseconds could be)."""
+    return f"emulated_{secrets.token_hex(10)}_{index}"
 
 
 @dataclass

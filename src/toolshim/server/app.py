@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
@@ -15,11 +15,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolshim import __version__
 from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
+from toolshim.responses_store import ResponseStore
 from toolshim.server.asgi import (
     EMULATED_HEADER,
     JSONBody,
@@ -31,12 +32,14 @@ from toolshim.server.asgi import (
 )
 from toolshim.server.auth import AccessKeys
 from toolshim.server.endpoint import ProtocolEndpoint, ServerSettings
-from toolshim.server.guard import Guard
+from toolshim.server.guard import KEY_NAME, Guard
 from toolshim.server.limits import LimitLog, Limits
 from toolshim.server.logs import REQUEST_ID, REQUEST_SECRETS, new_request_id, request_secrets
 from toolshim.server.metrics import CONTENT_TYPE_LATEST, Metrics, ObservedUpstream
 from toolshim.server.model_aliases import ModelAlias
-from toolshim.server.routes import PROTOCOLS, Kind, codec_for_path
+from toolshim.server.models import anthropic_model, anthropic_page, find_model, model_not_found
+from toolshim.server.routes import ANTHROPIC_CLIENT, PROTOCOLS, Kind, codec_for_path
+from toolshim.server.stored import StoredResponses
 from toolshim.wire.base import Codec
 
 __all__ = ["ROUTES", "ProxyApp", "create_app"]
@@ -45,7 +48,11 @@ log = logging.getLogger("toolshim.server")
 
 ROUTES = (
     *(f"POST {route.path}" for route in PROTOCOLS),
+    "GET /v1/responses/{id}",
+    "DELETE /v1/responses/{id}",
+    "GET /v1/responses/{id}/input_items",
     "GET /v1/models",
+    "GET /v1/models/{id}",
     "GET /healthz",
     "GET /metrics",
 )
@@ -63,6 +70,7 @@ def create_app(
     metrics: Metrics | None = None,
     limits: Limits | None = None,
     auth_keys: AccessKeys | None = None,
+    admin_keys: Collection[str] = (),
 ) -> ProxyApp:
     """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
 
@@ -74,7 +82,9 @@ def create_app(
     The app serves a copy of the engine whose upstream is wrapped to time its calls for
     ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
     ``limits`` bound every request (see :class:`Limits`); with ``auth_keys`` every route but
-    ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream.
+    ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream;
+    ``/metrics`` shows per-key series to the keys named in ``admin_keys`` only, and
+    ``/healthz`` the upstream's address only to a caller with a key (when there are keys).
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
@@ -88,7 +98,9 @@ def create_app(
         health_timeout=health_timeout,
         limits=limits or Limits(),
     )
-    endpoints = _Endpoints(engine, metrics, settings)
+    endpoints = _Endpoints(
+        engine, metrics, settings, keyed=auth_keys is not None, admins=frozenset(admin_keys)
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -101,6 +113,8 @@ def create_app(
         routes=[
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/models", endpoints.models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", endpoints.model, methods=["GET"]),
+            Route("/models/{model_id:path}", endpoints.model, methods=["GET"]),
             Route("/healthz", endpoints.healthz, methods=["GET"]),
             Route("/metrics", endpoints.metrics, methods=["GET"]),
         ],
@@ -108,10 +122,21 @@ def create_app(
         lifespan=lifespan,
     )
     handlers: dict[str, ASGIApp] = {}
+    bound = {id(r.codec): _bind(r.codec, engine, settings) for r in PROTOCOLS}
     for route in PROTOCOLS:
-        handler = _handler(route.kind, route.codec, engine, metrics, settings)
+        handler = _handler(route.kind, bound[id(route.codec)], engine, metrics, settings)
         handlers.update(dict.fromkeys(route.paths, handler))
+    for codec in bound.values():  # the Responses API's stored answers: their read routes
+        store = getattr(codec, "store", None)
+        if isinstance(store, ResponseStore):
+            starlette.router.routes.extend(StoredResponses(store, error_response).routes())
     return ProxyApp(handlers, starlette, engine, metrics, settings, auth_keys)
+
+
+def _bind(codec: Codec, engine: Engine, settings: ServerSettings) -> Codec:
+    """The codec for this app: one with state per app (a store) is made for ``engine``."""
+    bind = getattr(codec, "for_engine", None)
+    return bind(engine, **settings.limits.response_store_bounds()) if bind else codec
 
 
 def _handler(
@@ -119,8 +144,7 @@ def _handler(
 ) -> ASGIApp:
     match kind:
         case Kind.SERVE:
-            bind = getattr(codec, "for_engine", None)  # a codec with state per app (a store)
-            return ProtocolEndpoint(bind(engine) if bind else codec, engine, metrics, settings)
+            return ProtocolEndpoint(codec, engine, metrics, settings)
         case Kind.COUNT_TOKENS:
             from toolshim.server.tokens import CountTokens
 
@@ -173,15 +197,19 @@ class ProxyApp:
             await self.starlette(scope, receive, send)
             return
         offered = None
+        anthropic = False
         for name, value in scope["headers"]:
             if name == b"x-request-id":
                 offered = value.decode("latin-1")
-                break
+            elif name == b"anthropic-version":
+                anthropic = True
         token = REQUEST_ID.set(new_request_id(offered))
         secrets_token = REQUEST_SECRETS.set(request_secrets(scope["headers"]))
+        client_token = ANTHROPIC_CLIENT.set(anthropic)
         try:
-            await self.guard(scope, receive, send)
+            await self.guard(scope, receive, _with_request_id(send))
         finally:
+            ANTHROPIC_CLIENT.reset(client_token)
             REQUEST_SECRETS.reset(secrets_token)
             REQUEST_ID.reset(token)
 
@@ -193,6 +221,25 @@ class ProxyApp:
             await handler(scope, receive, send)
         else:
             await _wrong_method(scope, send)
+
+
+def _with_request_id(send: Send) -> Send:
+    """``send`` that puts the request id on every response: ``x-request-id`` (where the route
+    did not) and ``request-id`` (what the anthropic SDK reads)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            names = {name.lower() for name, _ in headers}
+            rid = REQUEST_ID.get().encode("latin-1")
+            if b"x-request-id" not in names:
+                headers.append((b"x-request-id", rid))
+            if b"request-id" not in names:
+                headers.append((b"request-id", rid))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
 
 
 async def _wrong_method(scope: Scope, send: Send) -> None:
@@ -217,12 +264,24 @@ def error_response(exc: BaseException, path: str) -> Response:
 
 
 class _Endpoints:
-    """``/v1/models``, ``/healthz`` and ``/metrics``."""
+    """``/v1/models`` (and ``/v1/models/{id}``), ``/healthz`` and ``/metrics``."""
 
-    def __init__(self, engine: Engine, metrics: Metrics, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        metrics: Metrics,
+        settings: ServerSettings,
+        *,
+        keyed: bool = False,
+        admins: frozenset[str] = frozenset(),
+    ) -> None:
         self.engine = engine
         self._metrics = metrics
         self.settings = settings
+        self.keyed = keyed
+        """Access keys are required: the upstream's address is shown only to a key holder."""
+        self.admins = admins
+        """Names of the keys that see per-key series on ``/metrics``."""
         self._checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = {}
         """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile
         share one (``/healthz`` needs no key, so a flood of them must not each ask the
@@ -234,7 +293,24 @@ class _Endpoints:
             listing = await self.engine.upstream.list_models(headers=headers)
         except Exception as exc:
             return error_response(exc, request.url.path)
+        if ANTHROPIC_CLIENT.get():
+            try:
+                return JSONBody(anthropic_page(listing, request.query_params))
+            except Exception as exc:
+                return error_response(exc, request.url.path)
         return JSONBody(listing)
+
+    async def model(self, request: Request) -> Response:
+        """``GET /v1/models/{id}``: the upstream's entry for it, in the asker's shape."""
+        model_id = request.path_params["model_id"]
+        headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
+        try:
+            entry = find_model(await self.engine.upstream.list_models(headers=headers), model_id)
+            if entry is None:
+                raise model_not_found(model_id)
+        except Exception as exc:
+            return error_response(exc, request.url.path)
+        return JSONBody(anthropic_model(entry) if ANTHROPIC_CLIENT.get() else entry)
 
     async def healthz(self, request: Request) -> Response:
         headers = forwarded_headers(request.headers, self.settings.upstream_api_key)
@@ -244,6 +320,11 @@ class _Endpoints:
             check = self._checks[key] = asyncio.create_task(self._check_upstream(headers))
             check.add_done_callback(lambda _: self._checks.pop(key, None))
         upstream = await asyncio.shield(check)
+        if self.keyed and KEY_NAME.get() == "-":  # no key: no address (nor in an error)
+            url = str(upstream.get("url") or "")
+            upstream = {k: v for k, v in upstream.items() if k != "url"}
+            if url and isinstance(upstream.get("error"), str):
+                upstream["error"] = upstream["error"].replace(url, "the upstream")
         return JSONBody(
             {
                 "status": "ok",
@@ -280,7 +361,8 @@ class _Endpoints:
         return upstream
 
     async def metrics(self, request: Request) -> Response:
-        return Response(self._metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        per_key = KEY_NAME.get() in self.admins
+        return Response(self._metrics.render(per_key=per_key), media_type=CONTENT_TYPE_LATEST)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from toolshim.errors import ConfigError
 
-__all__ = ["AccessKeys", "presented_key"]
+__all__ = ["AccessKeys", "admin_names", "presented_key"]
 
 _MIN_KEY_LENGTH = 16
 
@@ -89,6 +89,23 @@ class AccessKeys:
             if hmac.compare_digest(digest, key.digest):
                 found = key.name
         return found
+
+
+def admin_names(text: str, keys: AccessKeys | None) -> tuple[str, ...]:
+    """The key names ``--admin-keys`` lists; ConfigError for a name not in the key file."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if names and keys is None:
+        raise ConfigError(
+            "--admin-keys names keys from --auth-keys; pass --auth-keys too", param="admin_keys"
+        )
+    unknown = [n for n in names if keys is not None and n not in keys.names]
+    if unknown:
+        known = ", ".join(keys.names) if keys is not None else ""
+        raise ConfigError(
+            f"--admin-keys: no key named {unknown[0]!r} in --auth-keys ({known})",
+            param="admin_keys",
+        )
+    return names
 
 
 def presented_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:

@@ -122,12 +122,13 @@ class ProtocolEndpoint:
             self.settings.choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
             decoded = self.codec.decode(payload)
+            request, capped = self.settings.limits.bound_request(decoded.request)
             overrides = {**decoded.overrides, **overrides}
-            stream = decoded.request.stream
+            stream = request.stream
             answer = self.engine.answer(
-                decoded.request,
+                request,
                 headers=forwarded_headers(headers, self.settings.upstream_api_key),
-                warnings=decoded.warnings,
+                warnings=(*decoded.warnings, *capped),
                 **overrides,
             )
             if stream:

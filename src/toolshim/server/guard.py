@@ -25,6 +25,7 @@ from toolshim.errors import (
     ShuttingDownError,
     ToolshimError,
 )
+from toolshim.responses_store import OWNER
 from toolshim.server.asgi import log_failure, send_json
 from toolshim.server.auth import AccessKeys, presented_key
 from toolshim.server.limits import LimitLog, Limits
@@ -93,7 +94,7 @@ class Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
-        key_token = None
+        key_token = owner_token = None
         if self.keys is not None and path not in OPEN_PATHS:
             name = self.keys.check(presented_key(scope["headers"]))
             if name is None:
@@ -111,8 +112,13 @@ class Guard:
                 )
                 return
             key_token = KEY_NAME.set(name)
+            owner_token = OWNER.set(f"key:{name}")  # what it stores is its own
             if self.on_key is not None:
                 self.on_key(name)
+        elif self.keys is not None:  # an open path: a valid key still says who asks
+            name = self.keys.check(presented_key(scope["headers"]))
+            if name is not None:
+                key_token = KEY_NAME.set(name)
         if self.keys is not None:
             # On open paths too: a probe may carry the proxy's key (/healthz asks the
             # upstream, and would pass it on).
@@ -123,6 +129,8 @@ class Guard:
         finally:
             if key_token is not None:
                 KEY_NAME.reset(key_token)
+            if owner_token is not None:
+                OWNER.reset(owner_token)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, *, counted: bool) -> None:
         path = scope["path"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolshim.errors import InvalidRequestError
+from toolshim.types import ChatRequest
 
 __all__ = ["LimitLog", "Limits"]
 
@@ -50,6 +51,64 @@ class Limits:
     drain_timeout: float = 30.0
     """At shutdown, seconds in-flight requests get to finish; those still running are then
     answered with a 503 (a stream gets an error event)."""
+    max_choices: int = 8
+    """``n`` a request may ask for (each choice is a whole answer the upstream writes)."""
+    max_output_tokens: int = 0
+    """``max_tokens`` a request may ask for: more is lowered to it, with a warning (0: no cap)."""
+    store_max_bytes: int = 1024 * MIB
+    """Bytes of stored Responses API answers kept in all; the oldest of the caller holding the
+    most are evicted first."""
+    store_key_quota: int = 0
+    """Bytes of stored answers one access key (or the anonymous caller) keeps; its oldest are
+    evicted first (0: only ``store_max_bytes`` bounds a key)."""
+
+    def response_store_bounds(self) -> dict[str, int | None]:
+        """The Responses store's bounds (:class:`~toolshim.responses_store.ResponseStore`'s
+        keyword arguments): a conversation read back is held to the request limits too."""
+        return {
+            "max_bytes": self.store_max_bytes or None,
+            "key_quota": self.store_key_quota or None,
+            "max_items": self.max_messages or None,
+            "max_chain_bytes": self.max_body_bytes or None,
+        }
+
+    def bound_request(self, request: ChatRequest) -> tuple[ChatRequest, tuple[str, ...]]:
+        """``request`` held to the operator's caps on what a caller may ask for: ``n`` above
+        ``max_choices`` is an InvalidRequestError; ``max_tokens`` above ``max_output_tokens``
+        is lowered (the warning says so)."""
+        self.check_request(len(request.messages))
+        params = request.params
+        n = params.get("n")
+        if self.max_choices and isinstance(n, int) and n > self.max_choices:
+            raise InvalidRequestError(
+                f"n={n} asks for more answers than this proxy gives at once "
+                f"({self.max_choices}, --max-choices)",
+                param="n",
+            )
+        cap = self.max_output_tokens
+        lowered = {
+            key: cap
+            for key in ("max_tokens", "max_completion_tokens")
+            if cap and isinstance(params.get(key), int) and params[key] > cap
+        }
+        if not lowered:
+            return request, ()
+        warning = (
+            f"max_tokens {max(params[k] for k in lowered)} lowered to {cap}, this proxy's "
+            "--max-output-tokens"
+        )
+        return replace(request, params={**params, **lowered}), (warning,)
+
+    def check_request(self, messages: int) -> None:
+        """InvalidRequestError when what goes upstream (stored history included) has more
+        messages than allowed."""
+        if self.max_messages and messages > self.max_messages:
+            raise InvalidRequestError(
+                f"the conversation has {messages} messages with the stored history added; this "
+                f"proxy sends at most {self.max_messages} upstream (--max-messages)",
+                param="messages",
+                code="too_many_messages",
+            )
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """InvalidRequestError when a decoded request has more tools or messages than allowed."""

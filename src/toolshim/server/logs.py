@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-import random
 import re
+import secrets
 import sys
 import time
 from collections.abc import Iterable
@@ -59,7 +59,7 @@ def new_request_id(offered: str | None = None) -> str:
     """The caller's ``x-request-id`` when it is a sane token, else a fresh ``req_…`` id."""
     if offered and _SAFE_ID.match(offered):
         return offered
-    return f"req_{random.getrandbits(48):012x}"  # an id, not a secret: no need for urandom
+    return f"req_{secrets.token_hex(6)}"
 
 
 class RequestIdFilter(logging.Filter):

@@ -122,8 +122,16 @@ class Metrics:
     def observe_upstream(self, seconds: float, *, stream: bool) -> None:
         (self._stream_latency if stream else self._complete_latency).observe(seconds)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, *, per_key: bool = True) -> bytes:
+        """The Prometheus text; without ``per_key``, no series that names an access key (a
+        caller who is not an admin sees neither the other keys' names nor their counts)."""
+        text = generate_latest(self.registry)
+        if per_key:
+            return text
+        lines = text.splitlines(keepends=True)
+        return b"".join(
+            line for line in lines if not _metric_name(line).startswith(b"toolshim_key_")
+        )
 
 
 class ObservedUpstream:
@@ -196,3 +204,10 @@ def _delta_text(chunk: Mapping[str, Any]) -> str:
             if isinstance(function.get("arguments"), str):
                 out.append(function["arguments"])
     return "".join(out)
+
+
+def _metric_name(line: bytes) -> bytes:
+    """The metric a line of Prometheus text is about (``# HELP name …``, ``name{…} value``)."""
+    words = line.split(b" ", 3)
+    name = words[2] if line.startswith(b"#") and len(words) > 2 else words[0]
+    return name.split(b"{", 1)[0]

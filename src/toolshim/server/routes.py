@@ -8,13 +8,18 @@ written in that protocol's error shape.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 
 from toolshim.wire import anthropic_messages, openai_chat, openai_responses
 from toolshim.wire.base import Codec
 
-__all__ = ["PROTOCOLS", "Kind", "ProtocolRoute", "codec_for_path"]
+__all__ = ["ANTHROPIC_CLIENT", "PROTOCOLS", "Kind", "ProtocolRoute", "codec_for_path"]
+
+ANTHROPIC_CLIENT: ContextVar[bool] = ContextVar("toolshim_anthropic_client", default=False)
+"""The request being served carries ``anthropic-version`` (an anthropic SDK or Claude Code):
+a path outside the protocol routes answers it in Anthropic's shapes."""
 
 
 class Kind(StrEnum):
@@ -48,7 +53,9 @@ PROTOCOLS: tuple[ProtocolRoute, ...] = (
 
 
 def codec_for_path(path: str) -> Codec:
-    """The codec whose error shape a response on ``path`` uses (OpenAI's by default)."""
+    """The codec whose error shape a response on ``path`` uses: the protocol route's; else
+    Anthropic's for an Anthropic client (its ``base_url`` ending in ``/v1`` posts to
+    ``/v1/v1/messages``), else OpenAI's."""
     best: ProtocolRoute | None = None
     for route in PROTOCOLS:
         for prefix in route.paths[::2]:
@@ -56,4 +63,6 @@ def codec_for_path(path: str) -> Codec:
                 best is None or len(route.path) > len(best.path)
             ):
                 best = route
-    return best.codec if best is not None else openai_chat.CODEC
+    if best is not None:
+        return best.codec
+    return anthropic_messages.CODEC if ANTHROPIC_CLIENT.get() else openai_chat.CODEC

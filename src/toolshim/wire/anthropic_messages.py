@@ -30,7 +30,7 @@ streamed).
 from __future__ import annotations
 
 import json
-import random
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +59,7 @@ __all__ = [
 
 
 def new_message_id() -> str:
-    return f"msg_{random.getrandbits(96):024x}"
+    return f"msg_{secrets.token_hex(12)}"
 
 
 def tool_use_id(call_id: str) -> str:
@@ -237,7 +237,7 @@ class MessagesStreamEncoder:
         for call in chunk.tool_calls:
             index = self.calls.get(call.index)
             if index is None:
-                call_id = call.id or f"call_{random.getrandbits(96):024x}"
+                call_id = call.id or f"call_{secrets.token_hex(12)}"
                 block = {"type": "tool_use", "id": tool_use_id(call_id), "name": call.name or ""}
                 events += self._open({**block, "input": {}})
                 index = self.calls[call.index] = self.block

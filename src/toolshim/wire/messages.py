@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import random
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +47,7 @@ def _call_from_dict(data: Any, index: int) -> ToolCall:
         arguments = json.dumps(arguments, ensure_ascii=False)
     extra = {k: v for k, v in data.items() if k not in ("id", "type", "function", "index")}
     return ToolCall(
-        id=str(data.get("id") or f"call_{random.getrandbits(96):024x}"),
+        id=str(data.get("id") or f"call_{secrets.token_hex(12)}"),
         name=str(function.get("name") or ""),
         arguments=arguments,
         type=str(data.get("type") or "function"),

@@ -8,8 +8,10 @@ written by :mod:`.openai_responses_events`; errors have OpenAI's shape
 
 ``previous_response_id`` is served from a :class:`~toolshim.responses_store.ResponseStore`:
 the codec the proxy serves with is made for its engine (:meth:`ResponsesCodec.for_engine`),
-over the store beside the engine's registry. A request with ``store: false`` stores nothing;
-an unknown id is a 400.
+over the store beside the engine's registry, owned by the caller (another caller's id is
+answered as an unknown one). A request with ``store: false`` stores nothing; an unknown id is
+a 400; a response that could not be stored comes back with ``store: false`` and a warning
+saying why.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ class ResponsesCodec:
     def __init__(self, store: ResponseStore | None = None) -> None:
         self.store = store or ResponseStore(MemoryDocuments())
 
-    def for_engine(self, engine: Engine) -> ResponsesCodec:
-        """The codec for one proxy app: responses kept beside ``engine``'s registry."""
-        return ResponsesCodec(open_response_store(engine.registry))
+    def for_engine(self, engine: Engine, **bounds: Any) -> ResponsesCodec:
+        """The codec for one proxy app: responses kept beside ``engine``'s registry, held to
+        ``bounds`` (:class:`~toolshim.responses_store.ResponseStore`'s keyword arguments)."""
+        return ResponsesCodec(open_response_store(engine.registry, **bounds))
 
     def decode(self, payload: dict[str, Any]) -> Decoded:
         previous = payload.get("previous_response_id")
@@ -62,19 +65,32 @@ class ResponsesCodec:
     def encode(self, completion: Completion, request: ChatRequest) -> dict[str, Any]:
         context = _context(request)
         data = encode_completion(completion, context)
-        if context.store:
-            self.store.save(data, context.input_items)
-        return data
+        return self._save(data, context) if context.store else data
 
     def stream_encoder(self, request: ChatRequest) -> ResponsesStreamEncoder:
         context = _context(request)
         on_complete = None
         if context.store:
 
-            def on_complete(response: dict[str, Any]) -> None:
-                self.store.save(response, context.input_items)
+            def on_complete(response: dict[str, Any]) -> dict[str, Any]:
+                return self._save(response, context)
 
         return ResponsesStreamEncoder(context, on_complete)
+
+    def _save(self, response: dict[str, Any], context: ResponsesContext) -> dict[str, Any]:
+        """Store ``response``; one that could not be stored says so (``store`` false, and why
+        in its warnings)."""
+        reason = self.store.save(
+            response, context.input_items, previous=context.previous_response_id
+        )
+        if reason is None:
+            return response
+        meta = dict(response.get("toolshim") or {})
+        warning = (
+            f"this response was not stored, so previous_response_id cannot continue it: {reason}"
+        )
+        meta["warnings"] = [*meta.get("warnings", ()), warning]
+        return {**response, "store": False, "toolshim": meta}
 
     def error(self, exc: BaseException, meta: Metadata | None = None) -> tuple[int, dict[str, Any]]:
         return CHAT.error(exc, meta)

@@ -22,7 +22,7 @@ with the ``toolshim`` metadata in it.
 from __future__ import annotations
 
 import json
-import random
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +47,7 @@ _ANSWER_ITEMS = frozenset({"message", "function_call", "custom_tool_call"})
 
 
 def _new_id(prefix: str) -> str:
-    return f"{prefix}_{random.getrandbits(96):024x}"
+    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -230,8 +230,9 @@ class ResponsesStreamEncoder:
     """One streamed answer as Responses events (sans-IO: feed core chunks, get SSE bytes)."""
 
     context: ResponsesContext
-    on_complete: Callable[[dict[str, Any]], None] | None = None
-    """Called with the final ``response`` once a stream ended well (the codec stores it)."""
+    on_complete: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Called with the final ``response`` once a stream ended well (the codec stores it); what
+    it returns is sent (a response that could not be stored says so)."""
     sequence: int = 0
     usage: Usage | None = None
     meta: Metadata | None = None
@@ -482,9 +483,9 @@ class ResponsesStreamEncoder:
         status = _status(self.finish_reason)
         kind = "response.completed" if status == "completed" else "response.incomplete"
         response = self._response(status)
-        out.append(self._event({"type": kind, "response": response}))
         if self.on_complete is not None:
-            self.on_complete(response)
+            response = self.on_complete(response)
+        out.append(self._event({"type": kind, "response": response}))
         return out
 
     def fail(self, exc: BaseException, meta: Metadata | None) -> list[bytes]:

@@ -36,7 +36,7 @@ logprobs, a chat-completions upstream does not produce); other fields (Codex's
 from __future__ import annotations
 
 import json
-import random
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,8 +62,9 @@ _UPSTREAM_FIELDS = ("temperature", "top_p")
 
 
 def new_response_id() -> str:
-    """``resp_`` and 32 hex digits (an id, not a secret)."""
-    return f"resp_{random.getrandbits(128):032x}"
+    """``resp_`` and 32 hex digits from :mod:`secrets` (unguessable: a stored response is
+    read back by its id)."""
+    return f"resp_{secrets.token_hex(16)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,8 @@ class ResponsesContext:
     """Names of freeform tools served as one-string functions: their calls are written as
     ``custom_tool_call`` items."""
     input_items: tuple[Mapping[str, Any], ...] = ()
-    """The conversation's input items (the previous responses' included), for the store."""
+    """The input items this request added (the store keeps them with the id of the response
+    they continue, never the earlier ones again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +177,7 @@ def decode_request(
         store=store is not False,
         metadata=metadata or EMPTY,
         custom_tools=frozenset(custom),
-        input_items=tuple(conversation),
+        input_items=tuple(items),
     )
     request = ResponsesRequest(
         model=model,

@@ -4,7 +4,7 @@ exactly (every field toolshim does not interpret is kept in ``extra`` and writte
 from __future__ import annotations
 
 import json
-import random
+import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -27,8 +27,9 @@ __all__ = [
 
 
 def new_completion_id() -> str:
-    """``chatcmpl-`` and 24 hex digits (an id, not a secret: no system call for randomness)."""
-    return f"chatcmpl-{random.getrandbits(96):024x}"
+    """``chatcmpl-`` and 24 hex digits from :mod:`secrets`: an id must not be guessable from
+    the ids a caller has seen (a Mersenne Twister is rebuilt from 624 outputs)."""
+    return f"chatcmpl-{secrets.token_hex(12)}"
 
 
 def usage_from_dict(data: Any) -> Usage | None:

@@ -1,0 +1,148 @@
+"""One owner's stored Responses answers, oldest first: what its quota evicts, and why an id is gone.
+
+The entries (``[id, bytes, stored_at]``) live in pages of :data:`PAGE` entries
+(``responses-of:<owner>:<n>``) under a small head document (``responses-of:<owner>``: the
+first and last page, the bytes and count in all, and the last :data:`GONE_KEPT` reasons an
+answer is not, or no longer, stored). Appending touches the last page and evicting the oldest
+touches the first, so a save costs the same however many answers the owner keeps; only
+deleting one by id, or looking one up, walks the pages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["GONE_KEPT", "PAGE", "Documents", "OwnerIndex"]
+
+PAGE = 128
+"""Entries in one page document."""
+GONE_KEPT = 64
+"""How many reasons for answers not (or no longer) stored the head remembers."""
+
+
+class Documents(Protocol):
+    """A key → JSON document store (the shape of the registry's document store)."""
+
+    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None: ...
+
+    def get_document(self, key: str) -> Any | None: ...
+
+    def delete_document(self, key: str) -> bool: ...
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class OwnerIndex:
+    """The index of ``owner``'s answers in ``documents`` (read on creation; :meth:`save` writes
+    the head back). Documents are kept for ``ttl`` seconds, refreshed on each write."""
+
+    def __init__(self, documents: Documents, owner: str, ttl: float | None) -> None:
+        self.documents = documents
+        self.key = f"responses-of:{owner}"
+        self.ttl = ttl
+        head = documents.get_document(self.key)
+        head = head if isinstance(head, Mapping) else {}
+        self.first = _int(head.get("first"))
+        self.last = max(self.first, _int(head.get("last")))
+        self.bytes = _int(head.get("bytes"))
+        self.count = _int(head.get("count"))
+        gone = head.get("gone")
+        self._gone = (
+            [list(g) for g in gone if isinstance(g, list) and len(g) == 2]
+            if isinstance(gone, list)
+            else []
+        )
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def _page(self, n: int) -> list[list[Any]]:
+        found = self.documents.get_document(f"{self.key}:{n}")
+        items = found.get("items") if isinstance(found, Mapping) else None
+        if not isinstance(items, list):
+            return []
+        return [list(i) for i in items if isinstance(i, list) and len(i) == 3]
+
+    def _put_page(self, n: int, items: list[list[Any]]) -> None:
+        if items:
+            self.documents.put_document(f"{self.key}:{n}", {"items": items}, ttl=self.ttl)
+        else:
+            self.documents.delete_document(f"{self.key}:{n}")
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def append(self, response_id: str, size: int) -> None:
+        """Add the newest answer (its page is written; the head waits for :meth:`save`)."""
+        items = self._page(self.last)
+        if len(items) >= PAGE:
+            self.last += 1
+            items = []
+        items.append([response_id, size, time.time()])
+        self._put_page(self.last, items)
+        self.bytes += size
+        self.count += 1
+
+    def pop_oldest(self) -> tuple[str, int] | None:
+        """Remove the oldest entry and return (id, bytes); None when there is none (the totals
+        are then reset: pages that expired on their own took their entries with them)."""
+        while True:
+            items = self._page(self.first)
+            if items:
+                response_id, size, _ = items.pop(0)
+                if not items and self.first < self.last:
+                    self.documents.delete_document(f"{self.key}:{self.first}")
+                    self.first += 1
+                else:
+                    self._put_page(self.first, items)
+                self.bytes = max(0, self.bytes - _int(size))
+                self.count = max(0, self.count - 1)
+                return str(response_id), _int(size)
+            if self.first >= self.last:
+                self.bytes = self.count = 0
+                return None
+            self.first += 1
+
+    def remove(self, response_id: str) -> bool:
+        """Remove ``response_id``'s entry wherever it is (walks the pages)."""
+        for n in range(self.first, self.last + 1):
+            items = self._page(n)
+            kept = [i for i in items if i[0] != response_id]
+            if len(kept) < len(items):
+                self._put_page(n, kept)
+                removed = sum(_int(i[1]) for i in items if i[0] == response_id)
+                self.bytes = max(0, self.bytes - removed)
+                self.count = max(0, self.count - (len(items) - len(kept)))
+                return True
+        return False
+
+    def find(self, response_id: str) -> tuple[int, float] | None:
+        """(bytes, stored_at) of ``response_id``'s entry, or None (walks the pages)."""
+        for n in range(self.first, self.last + 1):
+            for entry_id, size, stored_at in self._page(n):
+                if entry_id == response_id:
+                    return _int(size), float(stored_at)
+        return None
+
+    def gone(self, response_id: str, reason: str) -> None:
+        """Remember why ``response_id`` is not stored (the newest :data:`GONE_KEPT`)."""
+        self._gone = [*self._gone, [response_id, reason]][-GONE_KEPT:]
+
+    def gone_reason(self, response_id: str) -> str | None:
+        for gone_id, reason in reversed(self._gone):
+            if gone_id == response_id:
+                return str(reason)
+        return None
+
+    def save(self) -> None:
+        """Write the head (first and last page, totals, reasons)."""
+        head = {
+            "first": self.first,
+            "last": self.last,
+            "bytes": self.bytes,
+            "count": self.count,
+            "gone": self._gone,
+        }
+        self.documents.put_document(self.key, head, ttl=self.ttl)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from toolshim.agent import signature
-from toolshim.agent.signature import Parameter, is_async
+from toolshim.agent.signature import is_async
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.schemas import checker
 from toolshim.types import ToolSpec
@@ -296,7 +296,9 @@ class SchemaTool(Tool):
         if not callable(function):
             raise ConfigError(f"tool {name!r}: the callable is {type(function).__name__}")
         if not isinstance(parameters, Mapping):
-            raise ConfigError(f"tool {name!r}: its schema must be a JSON object, not {parameters!r}")
+            raise ConfigError(
+                f"tool {name!r}: its schema must be a JSON object, not {parameters!r}"
+            )
         self.function = function
         self.name = _checked_name(name)
         self.description = description

@@ -1,0 +1,100 @@
+"""MCP servers for the tests: the SDK-written one in ``server.py`` (stdio, or HTTP on
+127.0.0.1), and the published filesystem server from npm, pinned, installed once into the test
+cache (``TOOLSHIM_TEST_CACHE``, default ``~/.cache/toolshim-tests``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import free_port
+from toolshim.mcp import MCPStdio
+
+pytest.importorskip("mcp")
+
+SERVER = Path(__file__).with_name("server.py")
+FILESYSTEM_VERSION = "2026.8.31"
+"""@modelcontextprotocol/server-filesystem, pinned."""
+NOTES = "The meeting with Ada moved to Thursday at 3 pm in room 4."
+
+
+def sdk_server(**env: str) -> MCPStdio:
+    """The SDK-written test server on stdio."""
+    return MCPStdio(sys.executable, [str(SERVER)], env=env or None, name="test")
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """The test server on streamable HTTP; yields its URL."""
+    port = free_port()
+    log = (tmp_path / "http-server.log").open("wb")
+    popen = subprocess.Popen(
+        [sys.executable, str(SERVER), str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    log.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if popen.poll() is not None:
+                pytest.fail(
+                    f"the HTTP test server exited: {(tmp_path / 'http-server.log').read_text()}"
+                )
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        popen.terminate()
+        popen.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def filesystem_server() -> Path:
+    """The ``mcp-server-filesystem`` executable of the pinned npm package."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed (the filesystem server comes from npm)")
+    cache = Path(os.environ.get("TOOLSHIM_TEST_CACHE") or Path.home() / ".cache" / "toolshim-tests")
+    folder = cache / f"server-filesystem-{FILESYSTEM_VERSION}"
+    executable = folder / "node_modules" / ".bin" / "mcp-server-filesystem"
+    if not executable.exists():
+        staging = cache / f"server-filesystem-{FILESYSTEM_VERSION}.{os.getpid()}.partial"
+        staging.mkdir(parents=True, exist_ok=True)
+        package = f"@modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), package],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, f"npm install {package} failed:\n{result.stderr[-3000:]}"
+        if not executable.exists():
+            staging.rename(folder)
+        else:
+            shutil.rmtree(staging)
+    return executable
+
+
+@pytest.fixture
+def notes_dir(tmp_path: Path) -> Path:
+    """A directory holding notes.txt, for the filesystem server."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "notes.txt").write_text(NOTES + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(params=["native", "emulated"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """A model with tool support, or one whose tools are emulated in the prompt."""
+    return str(request.param)

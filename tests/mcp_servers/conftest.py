@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chat.conftest import upstream  # noqa: F401 (the scripted upstream, for the chat tests)
 from tests.e2e.conftest import free_port
 from toolshim.mcp import MCPStdio
 

@@ -23,7 +23,14 @@ from urllib.parse import urlsplit
 
 from toolshim.errors import ConfigError
 
-__all__ = ["MCPHttp", "MCPServerSpec", "MCPStdio", "parse_server", "server_from_table"]
+__all__ = [
+    "MCPHttp",
+    "MCPServerSpec",
+    "MCPStdio",
+    "parse_server",
+    "server_from_table",
+    "servers_from_tables",
+]
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds one tool call may take before the server counts as hung."""
@@ -163,6 +170,20 @@ def server_from_table(data: Any, where: str, problems: list[str]) -> MCPServerSp
     if len(problems) > before or not words:
         return None
     return MCPStdio(words[0], (*words[1:], *args), env, cwd, name=name, timeout=float(timeout))
+
+
+def servers_from_tables(value: Any, where: str, problems: list[str]) -> tuple[MCPServerSpec, ...]:
+    """An agent file's ``mcp`` list of tables (``[[mcp]]`` in TOML) as servers."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        problems.append(
+            f"{where}: must be a list of tables ([[mcp]] in TOML) with 'command' or 'url', "
+            f"not {value!r}"
+        )
+        return ()
+    found = (server_from_table(v, f"{where} {i}", problems) for i, v in enumerate(value, 1))
+    return tuple(s for s in found if s is not None)
 
 
 def _command(value: Any, where: str, problems: list[str]) -> list[str]:

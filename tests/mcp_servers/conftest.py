@@ -62,6 +62,12 @@ def http_server(tmp_path: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def filesystem_server() -> Path:
     """The ``mcp-server-filesystem`` executable of the pinned npm package."""
+    return install_filesystem_server()
+
+
+def install_filesystem_server() -> Path:
+    """Install the pinned filesystem server into the test cache once; its executable (the
+    test is skipped where npm is missing)."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed (the filesystem server comes from npm)")
@@ -89,6 +95,10 @@ def filesystem_server() -> Path:
 @pytest.fixture
 def notes_dir(tmp_path: Path) -> Path:
     """A directory holding notes.txt, for the filesystem server."""
+    return write_notes(tmp_path)
+
+
+def write_notes(tmp_path: Path) -> Path:
     folder = tmp_path / "files"
     folder.mkdir()
     (folder / "notes.txt").write_text(NOTES + "\n", encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -101,6 +102,15 @@ def chat(
             show_default=False,
         ),
     ] = None,
+    mcp_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp-tools",
+            help="Offer only these tools of the --mcp servers (names as the servers list "
+            "them; repeatable, or comma-separated). Small models pick better from a few.",
+            show_default=False,
+        ),
+    ] = None,
     no_builtin_tools: Annotated[
         bool,
         typer.Option(
@@ -137,7 +147,7 @@ def chat(
         options = EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect)
         prompt_timeout = _prompt_timeout()
         loaded = load_tools(tools or (), builtin=not no_builtin_tools)
-        servers = _mcp_servers(mcp or ())
+        servers = _mcp_servers(mcp or (), _names(mcp_tools or ()))
         check_upstream_choice(upstream, model_file)
     except ConfigError as exc:
         fail(err, exc.message)
@@ -179,15 +189,25 @@ def chat(
     raise typer.Exit(code)
 
 
-def _mcp_servers(texts: Sequence[str]) -> MCPToolset | None:
-    """The ``--mcp`` servers as one toolset (checked here: the SDK, each command line)."""
+def _mcp_servers(texts: Sequence[str], only: Sequence[str]) -> MCPToolset | None:
+    """The ``--mcp`` servers as one toolset (checked here: the SDK, each command line), each
+    offering only the tools named in ``only`` when it is not empty."""
     if not texts:
+        if only:
+            raise ConfigError("--mcp-tools picks tools of --mcp servers; give --mcp too")
         return None
-    from toolshim.mcp import MCPToolset
+    from toolshim.mcp import MCPToolset, parse_server
     from toolshim.mcp.toolset import require_sdk
 
     require_sdk()
-    return MCPToolset(texts)
+    servers = [parse_server(text) for text in texts]
+    if only:
+        servers = [dataclasses.replace(server, tools=tuple(only)) for server in servers]
+    return MCPToolset(servers)
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 def _prompt_timeout() -> float:

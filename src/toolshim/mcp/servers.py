@@ -4,7 +4,8 @@ A server is given as an :class:`MCPStdio` or :class:`MCPHttp`, or as text (``--m
 command line): ``http://…`` or ``https://…`` is a streamable HTTP server, anything else a
 command line split like a shell would (``"npx -y @modelcontextprotocol/server-filesystem ."``).
 In an agent file, an ``[[mcp]]`` table holds ``command`` (text, or a list) with ``args``,
-``env``, ``cwd``, or ``url`` with ``headers``; both take ``name`` and ``timeout``.
+``env``, ``cwd``, or ``url`` with ``headers``; both take ``name``, ``timeout`` and ``tools``
+(the server's tools to offer, by the names it lists; all of them when not given).
 
 A server's name prefixes its tools when two servers offer the same tool name
 (``filesystem__read_file``); when not given, it comes from the command (the package or script
@@ -41,7 +42,7 @@ _RUNNERS = frozenset(
     {"npx", "bunx", "uvx", "uv", "pipx", "node", "python", "python3", "deno", "bun", "docker"}
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_TABLE_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "timeout")
+_TABLE_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "timeout", "tools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,8 @@ class MCPStdio:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    tools: Sequence[str] | None = None
+    """The tools to offer, by the names the server lists (None: every tool it lists)."""
 
     @property
     def label(self) -> str:
@@ -85,6 +88,8 @@ class MCPHttp:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    tools: Sequence[str] | None = None
+    """The tools to offer, by the names the server lists (None: every tool it lists)."""
 
     @property
     def label(self) -> str:
@@ -142,6 +147,13 @@ def server_from_table(data: Any, where: str, problems: list[str]) -> MCPServerSp
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         problems.append(f"{where}: 'timeout' must be a positive number of seconds, not {timeout!r}")
     url = _text(data, "url", where, problems)
+    tools = data.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)
+    ):
+        problems.append(f"{where}: 'tools' must be a list of tool names, not {tools!r}")
+        tools = None
+    offered = tuple(tools) if tools is not None else None
     command = data.get("command")
     if (url is None) == (command is None):
         problems.append(
@@ -157,7 +169,7 @@ def server_from_table(data: Any, where: str, problems: list[str]) -> MCPServerSp
         headers = _strings(data, "headers", where, problems)
         if len(problems) > before:
             return None
-        return MCPHttp(url, headers or {}, name=name, timeout=float(timeout))
+        return MCPHttp(url, headers or {}, name=name, timeout=float(timeout), tools=offered)
     if "headers" in data:
         problems.append(f"{where}: 'headers' is for a 'url' server, not a 'command' one")
     words = _command(command, where, problems)

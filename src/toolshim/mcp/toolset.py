@@ -135,14 +135,14 @@ class MCPToolset:
             return self._built[2], self._built[3]
         counts: dict[str, int] = {}
         for connection in self.connections:
-            for listed in connection.tools:
+            for listed in _chosen(connection):
                 key = _safe(listed.name)
                 counts[key] = counts.get(key, 0) + 1
         tools: list[Tool] = []
         offered: list[MCPTool] = []
         used = set(reserved)
         for connection in self.connections:
-            for listed in connection.tools:
+            for listed in _chosen(connection):
                 name = _safe(listed.name)
                 if counts[name] > 1 or name in reserved:
                     name = _safe(f"{connection.name}__{listed.name}")
@@ -175,6 +175,14 @@ class MCPToolset:
             }
             for c in self.connections
         ]
+
+
+def _chosen(connection: Connection) -> list[ListedTool]:
+    """The server's tools that are offered (``tools=`` on its spec picks some)."""
+    wanted = connection.spec.tools
+    if wanted is None:
+        return connection.tools
+    return [t for t in connection.tools if t.name in wanted]
 
 
 def _caller(connection: Connection, tool: str) -> Any:

@@ -236,3 +236,15 @@ def test_a_run_without_entering_starts_and_stops_the_servers() -> None:
 
 def _reply(kind: Kind, name: str, arguments: dict[str, Any]) -> Any:
     return calls_reply(kind, (name, arguments))
+
+
+def test_tools_picks_which_of_a_servers_tools_are_offered() -> None:
+    upstream = fake_for("native", "ok")
+    server = MCPStdio(sys.executable, [str(SERVER)], name="test", tools=["weather", "slow"])
+    with Agent(mcp=[server], upstream=upstream, model="m") as agent:
+        agent.run("Hello")
+        assert agent.mcp is not None
+        (described,) = agent.mcp.describe()
+    assert [t["function"]["name"] for t in upstream.history[0]["tools"]] == ["weather", "slow"]
+    assert described["tools"] == ["weather", "slow"]
+    assert described["state"] == "ready"

@@ -181,7 +181,9 @@ def server_from_table(data: Any, where: str, problems: list[str]) -> MCPServerSp
     cwd = _text(data, "cwd", where, problems)
     if len(problems) > before or not words:
         return None
-    return MCPStdio(words[0], (*words[1:], *args), env, cwd, name=name, timeout=float(timeout))
+    return MCPStdio(
+        words[0], (*words[1:], *args), env, cwd, name=name, timeout=float(timeout), tools=offered
+    )
 
 
 def servers_from_tables(value: Any, where: str, problems: list[str]) -> tuple[MCPServerSpec, ...]:

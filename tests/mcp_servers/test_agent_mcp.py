@@ -4,6 +4,7 @@ HTTP, driven by a scripted model (native tool calls, or emulated in the prompt).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -248,3 +249,29 @@ def test_tools_picks_which_of_a_servers_tools_are_offered() -> None:
     assert [t["function"]["name"] for t in upstream.history[0]["tools"]] == ["weather", "slow"]
     assert described["tools"] == ["weather", "slow"]
     assert described["state"] == "ready"
+
+
+def test_a_server_that_never_answers_at_start_is_given_up_on_in_time() -> None:
+    upstream = fake_for("native", "Fine without it.")
+    silent = MCPStdio(
+        sys.executable, ["-c", "import time; time.sleep(60)"], name="silent", startup_timeout=1.0
+    )
+    started = time.monotonic()
+    with Agent(mcp=[silent, sdk_server()], upstream=upstream, model="m") as agent:
+        result = agent.run("Hello")
+        assert agent.mcp is not None
+        states = {d["name"]: d["state"] for d in agent.mcp.describe()}
+    assert time.monotonic() - started < 15
+    assert states == {"silent": "down", "test": "ready"}
+    (warning,) = [w for w in result.warnings if "silent" in w]
+    assert "did not start within 1 s" in warning
+    assert "weather" in [t["function"]["name"] for t in upstream.history[0]["tools"]]
+
+
+def test_the_servers_stderr_goes_to_the_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="toolshim.mcp")
+    upstream = fake_for("native", "ok")
+    with Agent(mcp=[sdk_server()], upstream=upstream, model="m") as agent:
+        agent.run("Hello")
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert "MCP server 'test': toolshim test MCP server starting" in lines

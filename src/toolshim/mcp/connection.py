@@ -102,7 +102,7 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.spec.startup_timeout)
         except TimeoutError:
-            await self._halt()
+            await self._halt(cancel=True)
             self._down(f"it did not start within {self.spec.startup_timeout:g} s")
             raise MCPServerError(
                 f"MCP server {self.name!r} ({self.spec.describe()}) did not start within "
@@ -111,7 +111,7 @@ class Connection:
                 timed_out=True,
             ) from None
         except Exception as exc:
-            await self._halt()
+            await self._halt(cancel=True)
             self._down(f"it could not start ({_reason(exc)})")
             raise MCPServerError(
                 f"MCP server {self.name!r} ({self.spec.describe()}) could not start: "
@@ -125,18 +125,24 @@ class Connection:
         await self._halt()
         self.state = "stopped"
 
-    async def _halt(self) -> None:
+    async def _halt(self, *, cancel: bool = False) -> None:
+        """End the owner task: by its stop signal (the session closes, the process ends), or at
+        once with ``cancel`` (a server that never finished starting is not waiting for it)."""
         owner, self._owner = self._owner, None
         if self._stop is not None:
             self._stop.set()
         self._client = None
         if owner is None or owner.done():
             return
+        if cancel:
+            owner.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(owner), _STOP_TIMEOUT)
         except TimeoutError:
             owner.cancel()
-        except Exception as exc:  # the owner already reported it
+        except (Exception, asyncio.CancelledError) as exc:  # the owner already reported it
+            if isinstance(exc, asyncio.CancelledError) and not owner.cancelled():
+                raise
             log.debug("MCP server %r ended with %s", self.name, _reason(exc))
 
     def _down(self, why: str) -> None:
@@ -327,20 +333,27 @@ class Connection:
         return "; it will not be started again"
 
     async def _ready(self) -> Client:
-        """The live session, starting the server (or restarting it once) when it is not running."""
-        if self.state == "down" and self.restarts >= MAX_RESTARTS:
-            raise MCPServerError(
-                f"the MCP server {self.name!r} is down ({self.problem}) and was already "
-                f"restarted {self.restarts} time(s); its tools cannot be used now",
-                server=self.name,
-            )
-        if self.state == "down":
-            self.restarts += 1
-            log.info("MCP server %r: starting it again (%s)", self.name, self.problem)
-        await self.start()
-        if self._client is None:
-            raise MCPServerError(f"the MCP server {self.name!r} is not running", server=self.name)
-        return self._client
+        """The live session, starting the server (or restarting it once) when it is not running;
+        calls that arrive together share one start."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.state == "down" and self.restarts >= MAX_RESTARTS:
+                raise MCPServerError(
+                    f"the MCP server {self.name!r} is down ({self.problem}) and was already "
+                    f"restarted {self.restarts} time(s); its tools cannot be used now",
+                    server=self.name,
+                )
+            if self.state == "down":
+                self.restarts += 1
+                log.info("MCP server %r: starting it again (%s)", self.name, self.problem)
+            if self.state != "ready":
+                await self._start()
+            if self._client is None:
+                raise MCPServerError(
+                    f"the MCP server {self.name!r} is not running", server=self.name
+                )
+            return self._client
 
 
 def _listens(client: Client) -> bool:

@@ -1,10 +1,11 @@
 """The embedded 0.5B answers from an MCP server's tool: the published filesystem server (npm,
 pinned) on a temporary directory, through ``Agent`` and through ``toolshim chat --mcp``.
 
-Measured on this model (temperature 0, emulated, hermes): offered all 14 of the server's tools
-it answers "What does notes.txt say?" without calling any (it makes up the file's text), in
-every dialect and strategy tried; offered only read_text_file and list_directory with the
-decision strategy, it reads the file and answers from it. So the tests offer those two.
+Measured on this model (temperature 0, emulated): offered all 14 of the server's tools it
+answers "What does notes.txt say?" without calling any (it makes up the file's text) in the
+hermes and json dialects, single and decision strategies, with or without a system prompt;
+offered read_text_file and list_directory it reads the file only under the decision strategy
+(not with four tools). So the tests offer those two, with the decision strategy.
 """
 
 from __future__ import annotations

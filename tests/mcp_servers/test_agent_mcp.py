@@ -3,6 +3,7 @@ HTTP, driven by a scripted model (native tool calls, or emulated in the prompt).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -275,3 +276,13 @@ def test_the_servers_stderr_goes_to_the_debug_log(caplog: pytest.LogCaptureFixtu
         agent.run("Hello")
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert "MCP server 'test': toolshim test MCP server starting" in lines
+
+
+def test_servers_started_on_one_loop_are_not_used_from_another() -> None:
+    upstream = fake_for("native", Reply(None, [call("weather", {"city": "Oslo"})]), "No tool.")
+    with Agent(mcp=[sdk_server()], upstream=upstream, model="m") as agent:  # the engine's loop
+        result = asyncio.run(agent.arun("Weather in Oslo"))
+    (run,) = result.tool_runs
+    assert run.status == "error"
+    assert "was started on another event loop" in run.result
+    assert result.output == "No tool."

@@ -76,7 +76,8 @@ class Connection:
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"Connection({self.name!r}, {self.state})"
@@ -85,17 +86,22 @@ class Connection:
 
     async def start(self) -> None:
         """Start the server and list its tools (MCPServerError when it cannot)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self._guard():
             if self.state == "ready":
                 return
             await self._start()
 
+    def _guard(self) -> asyncio.Lock:
+        """The lock that makes starts one at a time (one per event loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
+
     async def _start(self) -> None:
         self.state, self.problem = "starting", None
         self.stderr_tail.clear()
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
         self._stop = asyncio.Event()
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp:{self.name}")
@@ -335,9 +341,14 @@ class Connection:
     async def _ready(self) -> Client:
         """The live session, starting the server (or restarting it once) when it is not running;
         calls that arrive together share one start."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop and self.state == "ready":
+            raise MCPServerError(
+                f"the MCP server {self.name!r} was started on another event loop; enter the "
+                "agent (async with agent:) on the loop that runs it, or run it with agent.run()",
+                server=self.name,
+            )
+        async with self._guard():
             if self.state == "down" and self.restarts >= MAX_RESTARTS:
                 raise MCPServerError(
                     f"the MCP server {self.name!r} is down ({self.problem}) and was already "

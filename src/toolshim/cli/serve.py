@@ -154,6 +154,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    mcp_allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp-allow",
+            help="URL prefix of MCP servers the proxy may reach to run a Responses request's "
+            "hosted mcp tools itself, for any model (repeatable; needs toolshim[mcp]). Others "
+            "are dropped with a warning, never reached.",
+            show_default=False,
+        ),
+    ] = None,
     allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -243,6 +253,10 @@ def serve(
         EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect, max_reasks=max_reasks)
         check_upstream_choice(upstream, model_file)
         keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
+        if mcp_allow:
+            from toolshim.mcp.toolset import require_sdk
+
+            require_sdk()
         limits = Limits(
             max_body_bytes=parse_size(max_body_size, "--max-body-size"),
             header_timeout=header_timeout,
@@ -297,6 +311,7 @@ def serve(
                 pin_model=target.embedded,
                 limits=limits,
                 auth_keys=keys,
+                mcp_allow=tuple(mcp_allow or ()),
             )
             _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
             if not target.embedded:

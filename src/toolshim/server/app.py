@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
@@ -60,6 +60,7 @@ def create_app(
     metrics: Metrics | None = None,
     limits: Limits | None = None,
     auth_keys: AccessKeys | None = None,
+    mcp_allow: Sequence[str] = (),
 ) -> ProxyApp:
     """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
 
@@ -70,6 +71,8 @@ def create_app(
     ``/metrics`` (the engine passed in is left as it is); it is closed when the app shuts down.
     ``limits`` bound every request (see :class:`Limits`); with ``auth_keys`` every route but
     ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream.
+    ``mcp_allow`` lists the URL prefixes of the MCP servers the proxy may reach to run a
+    Responses request's ``mcp`` tools itself (:mod:`toolshim.server.hosted_mcp`).
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
@@ -80,6 +83,7 @@ def create_app(
         pin_model=pin_model,
         health_timeout=health_timeout,
         limits=limits or Limits(),
+        mcp_allow=tuple(mcp_allow),
     )
     endpoints = _Endpoints(engine, metrics, settings)
 

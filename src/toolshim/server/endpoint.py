@@ -28,6 +28,7 @@ from toolshim.server.asgi import (
     send_json,
 )
 from toolshim.server.guard import KEY_NAME, cut_by_drain
+from toolshim.server.hosted_mcp import run_hosted, take_hosted
 from toolshim.server.limits import Limits
 from toolshim.server.metrics import Metrics
 from toolshim.server.sse import SSEResponse
@@ -69,6 +70,9 @@ class ServerSettings:
     """Seconds ``/healthz`` waits for the upstream."""
     limits: Limits = field(default_factory=Limits)
     """Sizes, counts and deadlines every request is held to."""
+    mcp_allow: tuple[str, ...] = ()
+    """URL prefixes of the MCP servers a Responses request's ``mcp`` tools may reach (the
+    proxy runs those itself; see :mod:`toolshim.server.hosted_mcp`)."""
 
 
 class ProtocolEndpoint:
@@ -101,20 +105,40 @@ class ProtocolEndpoint:
             self.settings.limits.check_payload(payload)
             self._choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
+            hosted = (
+                take_hosted(payload, self.settings.mcp_allow)
+                if self.codec.name == "responses"
+                else []
+            )
             decoded = self.codec.decode(payload)
             overrides = {**decoded.overrides, **overrides}
             stream = decoded.request.stream
-            answer = self.engine.answer(
-                decoded.request,
-                headers=forwarded_headers(headers, self.settings.upstream_api_key),
-                warnings=decoded.warnings,
-                **overrides,
-            )
-            if stream:
-                await self._stream(receive, send, answer, payload, overrides, started)
-                return
-            async with DisconnectGuard(receive) as guard:
-                completion = await answer.complete()
+            upstream_headers = forwarded_headers(headers, self.settings.upstream_api_key)
+            items: list[dict[str, Any]] = []
+            if hosted:
+                async with DisconnectGuard(receive) as guard:
+                    turn = await run_hosted(
+                        self.engine,
+                        decoded.request,
+                        hosted,
+                        headers=upstream_headers,
+                        warnings=decoded.warnings,
+                        overrides=overrides,
+                    )
+                completion, request, items = turn.completion, turn.request, turn.items
+            else:
+                answer = self.engine.answer(
+                    decoded.request,
+                    headers=upstream_headers,
+                    warnings=decoded.warnings,
+                    **overrides,
+                )
+                if stream:
+                    await self._stream(receive, send, answer, payload, overrides, started)
+                    return
+                async with DisconnectGuard(receive) as guard:
+                    completion = await answer.complete()
+                request = answer.request
         except Exception as exc:
             await self._failed(send, exc, payload, overrides, started, stream)
             return
@@ -123,7 +147,9 @@ class ProtocolEndpoint:
             return
         meta = completion.meta
         outcome = "tool_calls" if completion.tool_calls else "text"
-        data = self.codec.encode(completion, answer.request)
+        data = self.codec.encode(completion, request)
+        if items:
+            data["output"] = [*items, *data.get("output", ())]
         await send_json(send, 200, data, [(EMULATED_HEADER, emulated_value(meta))])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 

@@ -1,0 +1,141 @@
+"""Hosted MCP tools through the proxy: a Responses request's ``mcp`` tool, allow-listed with
+``mcp_allow``, is run by toolshim itself for a model with native tools and for one without
+(the openai SDK as the client, the SDK-written test server on HTTP)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.responses.conftest import serve_proxy
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.server import create_app
+from toolshim.testing import FunctionUpstream, Reply, call
+
+pytestmark = pytest.mark.e2e
+
+
+def _model(kind: str) -> Any:
+    """Calls weather (and refuse) once, then answers from what came back."""
+
+    def reply(body: dict[str, Any]) -> Any:
+        text = json.dumps(body["messages"])
+        if "celsius" in text:
+            return "Paris is clear at 18 C."
+        if kind == "native":
+            names = {t["function"]["name"] for t in body.get("tools", ())}
+            assert {"weather", "refuse"} <= names
+            return Reply(
+                None, [call("weather", {"city": "Paris"}), call("refuse", {"reason": "no"})]
+            )
+        calls = [
+            {"name": "weather", "arguments": {"city": "Paris"}},
+            {"name": "refuse", "arguments": {"reason": "no"}},
+        ]
+        return json.dumps({"tool_calls": calls})
+
+    return reply
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[Any]:
+    """``proxy(upstream, allow)``: the proxy on a real port; yields an openai client for it."""
+    opened: list[Any] = []
+
+    def start(upstream: Any, allow: tuple[str, ...]) -> openai.OpenAI:
+        registry = Registry.open(tmp_path / f"registry{len(opened)}.sqlite3", profiles=False)
+        app = create_app(Engine(upstream, registry=registry), mcp_allow=allow)
+        context = serve_proxy(app)
+        client = openai.OpenAI(base_url=context.__enter__(), api_key="sk", max_retries=0)
+        opened.append((context, client, registry))
+        return client
+
+    try:
+        yield start
+    finally:
+        for context, client, registry in reversed(opened):
+            client.close()
+            context.__exit__(None, None, None)
+            registry.close()
+
+
+def _tool(url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "mcp",
+        "server_label": "test",
+        "server_url": url,
+        "require_approval": "never",
+        "allowed_tools": ["weather", "refuse"],
+        **extra,
+    }
+
+
+def test_an_allowed_mcp_tool_is_run_by_the_proxy(proxy: Any, http_server: str, kind: str) -> None:
+    upstream = FunctionUpstream(_model(kind), tools="native" if kind == "native" else "reject")
+    client = proxy(upstream, (http_server.rsplit("/", 1)[0] + "/",))
+    response = client.responses.create(
+        model="m", input="Weather in Paris?", tools=[_tool(http_server)]
+    )
+    listed, weather, refused, message = response.output
+    assert listed.type == "mcp_list_tools"
+    assert listed.server_label == "test"
+    assert [t.name for t in listed.tools] == ["weather", "refuse"]
+    assert listed.tools[0].input_schema["properties"]["city"]["type"] == "string"
+    assert weather.type == "mcp_call" and weather.name == "weather"
+    assert json.loads(weather.arguments) == {"city": "Paris"}
+    assert json.loads(weather.output or "") == {"city": "Paris", "celsius": 18, "sky": "clear"}
+    assert weather.error is None
+    assert refused.type == "mcp_call" and refused.status == "failed"
+    assert refused.error is not None and refused.error.type == "mcp_tool_execution_error"
+    assert message.type == "message"
+    assert response.output_text == "Paris is clear at 18 C."
+
+
+def test_an_mcp_tool_off_the_allow_list_is_never_reached(proxy: Any) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    accepted: list[Any] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    upstream = FunctionUpstream(lambda body: "No tools here.", tools="native")
+    client = proxy(upstream, ("https://mcp.example.com/",))
+    try:
+        response = client.responses.create(model="m", input="Hi", tools=[_tool(url)])
+    finally:
+        done.set()
+        thread.join(5)
+        listener.close()
+    assert accepted == []
+    assert [item.type for item in response.output] == ["message"]
+    warnings = response.model_dump()["toolshim"]["warnings"]
+    assert any("mcp tool" in w and "dropped" in w for w in warnings), warnings
+    assert "tools" not in upstream.history[0]
+
+
+def test_approvals_and_streaming_are_refused_with_a_400(proxy: Any, http_server: str) -> None:
+    client = proxy(FunctionUpstream(lambda body: "x", tools="native"), ("http://127.0.0.1",))
+    approving = {k: v for k, v in _tool(http_server).items() if k != "require_approval"}
+    with pytest.raises(openai.BadRequestError, match='set require_approval to "never"'):
+        client.responses.create(model="m", input="Hi", tools=[approving])
+    with pytest.raises(openai.BadRequestError, match="without streaming"):
+        client.responses.create(model="m", input="Hi", tools=[_tool(http_server)], stream=True)

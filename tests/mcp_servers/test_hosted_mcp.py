@@ -14,6 +14,7 @@ from typing import Any
 import openai
 import pytest
 
+import anthropic
 from tests.responses.conftest import serve_proxy
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -139,3 +140,61 @@ def test_approvals_and_streaming_are_refused_with_a_400(proxy: Any, http_server:
         client.responses.create(model="m", input="Hi", tools=[approving])
     with pytest.raises(openai.BadRequestError, match="without streaming"):
         client.responses.create(model="m", input="Hi", tools=[_tool(http_server)], stream=True)
+
+
+def _messages_client(proxy_client: openai.OpenAI) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        base_url=str(proxy_client.base_url).removesuffix("/v1/"), api_key="sk", max_retries=0
+    )
+
+
+def test_mcp_servers_on_messages_are_run_by_the_proxy(
+    proxy: Any, http_server: str, kind: str
+) -> None:
+    upstream = FunctionUpstream(_model(kind), tools="native" if kind == "native" else "reject")
+    client = _messages_client(proxy(upstream, ("http://127.0.0.1:",)))
+    try:
+        message = client.beta.messages.create(
+            model="m",
+            max_tokens=200,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            mcp_servers=[
+                {
+                    "type": "url",
+                    "url": http_server,
+                    "name": "test",
+                    "authorization_token": "t0k",
+                    "tool_configuration": {"allowed_tools": ["weather", "refuse"]},
+                }
+            ],
+            betas=["mcp-client-2025-04-04"],
+        )
+    finally:
+        client.close()
+    use, result, failed_use, failed, text = message.content
+    assert use.type == "mcp_tool_use" and use.server_name == "test" and use.name == "weather"
+    assert use.input == {"city": "Paris"}
+    assert result.type == "mcp_tool_result" and result.tool_use_id == use.id
+    assert not result.is_error
+    assert '"celsius": 18' in result.content[0].text
+    assert failed_use.name == "refuse" and failed.is_error
+    assert text.type == "text" and text.text == "Paris is clear at 18 C."
+
+
+def test_mcp_servers_off_the_allow_list_are_dropped_with_a_warning(proxy: Any) -> None:
+    upstream = FunctionUpstream(lambda body: "No tools here.", tools="native")
+    client = _messages_client(proxy(upstream, ("https://mcp.example.com/",)))
+    try:
+        raw = client.beta.messages.with_raw_response.create(
+            model="m",
+            max_tokens=50,
+            messages=[{"role": "user", "content": "Hi"}],
+            mcp_servers=[{"type": "url", "url": "http://127.0.0.1:9/mcp", "name": "far"}],
+            betas=["mcp-client-2025-04-04"],
+        )
+    finally:
+        client.close()
+    data = json.loads(raw.http_response.text)
+    assert [block["type"] for block in data["content"]] == ["text"]
+    assert any("MCP server 'far' dropped" in w for w in data["toolshim"]["warnings"])
+    assert "tools" not in upstream.history[0]

@@ -28,7 +28,8 @@ from toolshim.server.asgi import (
     send_json,
 )
 from toolshim.server.guard import KEY_NAME, cut_by_drain
-from toolshim.server.hosted_mcp import run_hosted, take_hosted
+from toolshim.server.hosted_mcp import PROTOCOLS as HOSTED
+from toolshim.server.hosted_mcp import HostedTurn, run_hosted
 from toolshim.server.limits import Limits
 from toolshim.server.metrics import Metrics
 from toolshim.server.sse import SSEResponse
@@ -105,16 +106,16 @@ class ProtocolEndpoint:
             self.settings.limits.check_payload(payload)
             self._choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
-            hosted = (
-                take_hosted(payload, self.settings.mcp_allow)
-                if self.codec.name == "responses"
-                else []
+            protocol = HOSTED.get(self.codec.name) if self.settings.mcp_allow else None
+            hosted, dropped = (
+                protocol.take(payload, self.settings.mcp_allow) if protocol else ([], [])
             )
             decoded = self.codec.decode(payload)
+            warnings = (*decoded.warnings, *dropped)
             overrides = {**decoded.overrides, **overrides}
             stream = decoded.request.stream
             upstream_headers = forwarded_headers(headers, self.settings.upstream_api_key)
-            items: list[dict[str, Any]] = []
+            turn: HostedTurn | None = None
             if hosted:
                 async with DisconnectGuard(receive) as guard:
                     turn = await run_hosted(
@@ -122,16 +123,13 @@ class ProtocolEndpoint:
                         decoded.request,
                         hosted,
                         headers=upstream_headers,
-                        warnings=decoded.warnings,
+                        warnings=warnings,
                         overrides=overrides,
                     )
-                completion, request, items = turn.completion, turn.request, turn.items
+                    completion, request = turn.completion, turn.request
             else:
                 answer = self.engine.answer(
-                    decoded.request,
-                    headers=upstream_headers,
-                    warnings=decoded.warnings,
-                    **overrides,
+                    decoded.request, headers=upstream_headers, warnings=warnings, **overrides
                 )
                 if stream:
                     await self._stream(receive, send, answer, payload, overrides, started)
@@ -148,8 +146,8 @@ class ProtocolEndpoint:
         meta = completion.meta
         outcome = "tool_calls" if completion.tool_calls else "text"
         data = self.codec.encode(completion, request)
-        if items:
-            data["output"] = [*items, *data.get("output", ())]
+        if turn is not None and protocol is not None:
+            protocol.write(turn, data)
         await send_json(send, 200, data, [(EMULATED_HEADER, emulated_value(meta))])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 

@@ -1,35 +1,47 @@
-"""Hosted MCP tools run by the proxy: a Responses request's ``mcp`` tools, for any model.
+"""Hosted MCP tools run by the proxy, for any model: a Responses request's ``mcp`` tools and
+a Messages request's ``mcp_servers``.
 
-A ``{"type": "mcp", "server_label", "server_url", …}`` tool whose ``server_url`` starts with
-one of the operator's prefixes (``toolshim serve --mcp-allow URL_PREFIX``) is taken out of
-the request before it is decoded; the proxy lists the server's tools (``allowed_tools``
-narrows them), offers them to the model beside the caller's own tools (natively or emulated,
-like any tool), runs the calls the model makes, sends the results back and asks again, until
-the model answers (at most :data:`MAX_ROUNDS` rounds; the last one is asked with
-``tool_choice: none``). The response's ``output`` starts with one ``mcp_list_tools`` item per
-server and one ``mcp_call`` item per call (``output``, or ``error``), as OpenAI writes them.
+A server whose URL starts with one of the operator's prefixes (``toolshim serve --mcp-allow
+URL_PREFIX``) is taken out of the request before it is decoded; the proxy lists its tools
+(``allowed_tools`` / ``tool_configuration.allowed_tools`` narrow them), offers them to the
+model beside the caller's own tools (natively or emulated, like any tool), runs the calls the
+model makes, sends the results back and asks again until the model answers (at most
+:data:`MAX_ROUNDS` rounds; the last is asked with ``tool_choice: none``). The answer starts
+with what the protocol defines for it: on Responses one ``mcp_list_tools`` item per server and
+one ``mcp_call`` item per call (``output`` or ``error``); on Messages an ``mcp_tool_use`` and
+an ``mcp_tool_result`` block per call.
 
-An ``mcp`` tool whose URL is not allowed is left in the request, and the decoder drops it with
-its usual warning: nothing is reached. Served, for now, without streaming and with
-``require_approval: "never"`` only; anything else is a 400 saying so. A turn in which the
-model also calls one of the caller's own tools ends the loop: that answer goes back as it is.
+A server whose URL is not allowed is never reached: a Responses ``mcp`` tool stays in the
+request and the decoder drops it with its usual warning; a Messages server is dropped with a
+warning here. Served, for now, without streaming, and on Responses with ``require_approval:
+"never"`` only; anything else is a 400 saying so. A turn in which the model also calls one of
+the caller's own tools ends the loop: that answer goes back as it is.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from toolshim.agent.tools import Tool, ToolResult
 from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, MCPServerError
 from toolshim.mcp import MCPHttp, MCPTool, MCPToolset
+from toolshim.mcp.connection import ListedTool
 from toolshim.types import ChatRequest, Completion, Message, ToolCall, ToolChoice
 
-__all__ = ["MAX_ROUNDS", "HostedServer", "HostedTurn", "run_hosted", "take_hosted"]
+__all__ = [
+    "MAX_ROUNDS",
+    "PROTOCOLS",
+    "HostedCall",
+    "HostedProtocol",
+    "HostedServer",
+    "HostedTurn",
+    "run_hosted",
+]
 
 MAX_ROUNDS = 8
 """Model turns one request may take with hosted MCP tools (the last without tools)."""
@@ -45,21 +57,57 @@ class HostedServer:
     allowed_tools: tuple[str, ...] | None
 
 
+@dataclass(frozen=True, slots=True)
+class HostedCall:
+    """One call the proxy ran: on which server, the tool's own name, what came back."""
+
+    id: str
+    server: str
+    name: str
+    arguments: str
+    text: str
+    """The output, or the error's text."""
+    failure: Literal["protocol", "execution"] | None = None
+    """None: the tool answered; ``protocol``: the server failed or refused, or the arguments
+    broke the schema; ``execution``: the tool reported an error (``isError``)."""
+
+    @property
+    def input(self) -> Any:
+        try:
+            return json.loads(self.arguments or "{}")
+        except ValueError:
+            return {}
+
+
 @dataclass
 class HostedTurn:
-    """What the loop produced: the last completion, the request it answered, the items."""
+    """What the loop produced: the last completion, the request it answered, the listings
+    (``(server, tools, problem)``) and the calls."""
 
     completion: Completion
     request: ChatRequest
-    items: list[dict[str, Any]]
+    listings: list[tuple[str, list[ListedTool], str | None]]
+    calls: list[HostedCall]
 
 
-def take_hosted(payload: dict[str, Any], allow: Sequence[str]) -> list[HostedServer]:
-    """Take the allowed ``mcp`` tools out of a Responses payload (the rest stay, to be dropped
-    with a warning by the decoder); InvalidRequestError for one toolshim cannot serve."""
+@dataclass(frozen=True, slots=True)
+class HostedProtocol:
+    """How one protocol carries hosted MCP: where the servers are, how the answer shows them."""
+
+    take: Callable[[dict[str, Any], Sequence[str]], tuple[list[HostedServer], list[str]]]
+    """Take the allowed servers out of the payload; also the warnings for the others."""
+    write: Callable[[HostedTurn, dict[str, Any]], None]
+    """Put the listings and calls into the encoded answer."""
+
+
+def _take_responses(
+    payload: dict[str, Any], allow: Sequence[str]
+) -> tuple[list[HostedServer], list[str]]:
+    """The allowed ``mcp`` tools of a Responses payload (the rest stay, to be dropped with a
+    warning by the decoder); InvalidRequestError for one toolshim cannot serve."""
     tools = payload.get("tools")
     if not allow or not isinstance(tools, list):
-        return []
+        return [], []
     kept: list[Any] = []
     hosted: list[HostedServer] = []
     for index, tool in enumerate(tools):
@@ -82,7 +130,52 @@ def take_hosted(payload: dict[str, Any], allow: Sequence[str]) -> list[HostedSer
     for label in {x for x in labels if labels.count(x) > 1}:
         raise InvalidRequestError(f"two mcp tools share the server_label {label!r}", param="tools")
     payload["tools"] = kept
-    return hosted
+    return hosted, []
+
+
+def _take_messages(
+    payload: dict[str, Any], allow: Sequence[str]
+) -> tuple[list[HostedServer], list[str]]:
+    """The allowed ``mcp_servers`` of a Messages payload (all are taken out; the others are
+    dropped with a warning)."""
+    servers = payload.pop("mcp_servers", None)
+    if servers is None:
+        return [], []
+    if not isinstance(servers, list):
+        raise InvalidRequestError("mcp_servers must be a list", param="mcp_servers")
+    hosted: list[HostedServer] = []
+    warnings: list[str] = []
+    for index, server in enumerate(servers):
+        param = f"mcp_servers.{index}"
+        if not isinstance(server, Mapping) or not isinstance(server.get("url"), str):
+            raise InvalidRequestError("an MCP server needs a string url", param=f"{param}.url")
+        name, url = server.get("name"), server["url"]
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidRequestError("an MCP server needs a string name", param=f"{param}.name")
+        if not any(url.startswith(prefix) for prefix in allow):
+            warnings.append(
+                f"MCP server {name!r} dropped: its URL is not on the proxy's --mcp-allow list"
+            )
+            continue
+        config = server.get("tool_configuration") or {}
+        if not isinstance(config, Mapping):
+            raise InvalidRequestError(
+                "tool_configuration must be an object", param=f"{param}.tool_configuration"
+            )
+        if config.get("enabled") is False:
+            continue
+        headers: dict[str, str] = {}
+        token = server.get("authorization_token")
+        if isinstance(token, str) and token:
+            headers["Authorization"] = f"Bearer {token}"
+        allowed = _allowed(config.get("allowed_tools"), name, f"{param}.tool_configuration")
+        hosted.append(HostedServer(name, url, headers, allowed))
+    if hosted and payload.get("stream"):
+        raise InvalidRequestError(
+            "MCP servers are served without streaming for now; send stream: false",
+            param="stream",
+        )
+    return hosted, warnings
 
 
 def _server(tool: Mapping[str, Any], url: str, param: str) -> HostedServer:
@@ -142,7 +235,11 @@ async def run_hosted(
         reserved = [t.name for t in request.tools]
         tools = {t.name: t for t in toolset.tools_beside(reserved)}
         offered = {t.name: t for t in toolset.offered(reserved)}
-        items = [_list_item(c.name, c.problem, offered) for c in toolset.connections]
+        listings = [
+            (c.name, [t.listed for t in offered.values() if t.server == c.name], c.problem)
+            for c in toolset.connections
+        ]
+        ran: list[HostedCall] = []
         request = replace(request, tools=(*request.tools, *(t.spec for t in tools.values())))
         for round_ in range(1, MAX_ROUNDS + 1):
             if round_ == MAX_ROUNDS:
@@ -151,69 +248,107 @@ async def run_hosted(
             completion = await answer.complete()
             calls = completion.message.tool_calls if completion.choices else ()
             if not calls or any(c.name not in tools for c in calls):
-                return HostedTurn(completion, answer.request, items)
+                return HostedTurn(completion, answer.request, listings, ran)
             results: list[Message] = []
             for call in calls:
-                item, text = await _call(tools[call.name], call, offered[call.name])
-                items.append(item)
+                done = await _call(tools[call.name], call, offered[call.name])
+                ran.append(done)
+                text = f"Error: {done.text}" if done.failure else done.text
                 results.append(Message("tool", text, tool_call_id=call.id))
             said = Message("assistant", completion.message.content, tool_calls=tuple(calls))
             request = replace(request, messages=(*request.messages, said, *results))
     raise AssertionError("unreachable: the last round is asked without tools")
 
 
-def _list_item(label: str, problem: str | None, offered: Mapping[str, MCPTool]) -> dict[str, Any]:
-    tools = [
-        {
-            "name": t.listed.name,
-            "description": t.listed.description or None,
-            "input_schema": t.listed.input_schema,
-            "annotations": None,
-        }
-        for t in offered.values()
-        if t.server == label
-    ]
-    return {
-        "id": f"mcpl_{secrets.token_hex(12)}",
-        "type": "mcp_list_tools",
-        "server_label": label,
-        "tools": tools,
-        "error": f"the server could not be reached: {problem}" if problem else None,
-    }
+async def _call(tool: Tool, call: ToolCall, source: MCPTool) -> HostedCall:
+    """Run one call; a failure of any kind is the call's result, never the request's."""
 
+    def record(text: str, failure: Literal["protocol", "execution"] | None = None) -> HostedCall:
+        return HostedCall(
+            secrets.token_hex(12), source.server, source.listed.name, call.arguments, text, failure
+        )
 
-async def _call(tool: Tool, call: ToolCall, source: MCPTool) -> tuple[dict[str, Any], str]:
-    """Run one call: its ``mcp_call`` item, and the text the model reads."""
-    item: dict[str, Any] = {
-        "id": f"mcp_{secrets.token_hex(12)}",
-        "type": "mcp_call",
-        "server_label": source.server,
-        "name": source.listed.name,
-        "arguments": call.arguments,
-        "output": None,
-        "error": None,
-        "status": "completed",
-    }
     checked = tool.check(call.arguments)
     if not checked.ok:
-        item["error"] = {"type": "mcp_protocol_error", "code": -32602, "message": checked.problem}
-    else:
-        try:
-            result = await tool.invoke(checked)
-        except MCPServerError as exc:
-            item["error"] = {"type": "mcp_protocol_error", "code": -32603, "message": exc.message}
-        else:
-            text = result.model_text if isinstance(result, ToolResult) else str(result)
-            if isinstance(result, ToolResult) and result.is_error:
-                item["error"] = {
-                    "type": "mcp_tool_execution_error",
-                    "content": [{"type": "text", "text": text}],
+        return record(str(checked.problem), "protocol")
+    try:
+        result = await tool.invoke(checked)
+    except MCPServerError as exc:
+        return record(exc.message, "protocol")
+    if not isinstance(result, ToolResult):
+        return record(str(result))
+    return record(result.model_text, "execution" if result.is_error else None)
+
+
+def _write_responses(turn: HostedTurn, data: dict[str, Any]) -> None:
+    items: list[dict[str, Any]] = [
+        {
+            "id": f"mcpl_{secrets.token_hex(12)}",
+            "type": "mcp_list_tools",
+            "server_label": server,
+            "tools": [
+                {
+                    "name": t.name,
+                    "description": t.description or None,
+                    "input_schema": t.input_schema,
+                    "annotations": None,
                 }
-            else:
-                item["output"] = text
-    if item["error"] is not None:
-        item["status"] = "failed"
-        error = item["error"]
-        detail = error.get("message") or error["content"][0]["text"]
-        return item, f"Error: {detail}"
-    return item, str(item["output"])
+                for t in tools
+            ],
+            "error": f"the server could not be reached: {problem}" if problem else None,
+        }
+        for server, tools, problem in turn.listings
+    ]
+    for call in turn.calls:
+        error: dict[str, Any] | None = None
+        if call.failure == "protocol":
+            error = {"type": "mcp_protocol_error", "code": -32603, "message": call.text}
+        elif call.failure == "execution":
+            error = {
+                "type": "mcp_tool_execution_error",
+                "content": [{"type": "text", "text": call.text}],
+            }
+        items.append(
+            {
+                "id": f"mcp_{call.id}",
+                "type": "mcp_call",
+                "server_label": call.server,
+                "name": call.name,
+                "arguments": call.arguments,
+                "output": None if error else call.text,
+                "error": error,
+                "status": "failed" if error else "completed",
+            }
+        )
+    data["output"] = [*items, *data.get("output", ())]
+
+
+def _write_messages(turn: HostedTurn, data: dict[str, Any]) -> None:
+    blocks: list[dict[str, Any]] = []
+    for call in turn.calls:
+        use_id = f"mcptoolu_{call.id}"
+        blocks.append(
+            {
+                "type": "mcp_tool_use",
+                "id": use_id,
+                "name": call.name,
+                "server_name": call.server,
+                "input": call.input,
+            }
+        )
+        blocks.append(
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": use_id,
+                "is_error": call.failure is not None,
+                "content": [{"type": "text", "text": call.text}],
+            }
+        )
+    data["content"] = [*blocks, *data.get("content", ())]
+
+
+PROTOCOLS: dict[str, HostedProtocol] = {
+    "responses": HostedProtocol(_take_responses, _write_responses),
+    "messages": HostedProtocol(_take_messages, _write_messages),
+}
+"""The codecs (by name) whose requests may carry hosted MCP servers."""

@@ -16,9 +16,12 @@ import pytest
 
 import anthropic
 from tests.responses.conftest import serve_proxy
+from tests.responses.readme import readme_blocks
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import create_app
+from toolshim.server.hosted_mcp import allowed_url
+from toolshim.server.limits import Limits
 from toolshim.testing import FunctionUpstream, Reply, call
 
 pytestmark = pytest.mark.e2e
@@ -51,9 +54,9 @@ def proxy(tmp_path: Path) -> Iterator[Any]:
     """``proxy(upstream, allow)``: the proxy on a real port; yields an openai client for it."""
     opened: list[Any] = []
 
-    def start(upstream: Any, allow: tuple[str, ...]) -> openai.OpenAI:
+    def start(upstream: Any, allow: tuple[str, ...], **options: Any) -> openai.OpenAI:
         registry = Registry.open(tmp_path / f"registry{len(opened)}.sqlite3", profiles=False)
-        app = create_app(Engine(upstream, registry=registry), mcp_allow=allow)
+        app = create_app(Engine(upstream, registry=registry), mcp_allow=allow, **options)
         context = serve_proxy(app)
         client = openai.OpenAI(base_url=context.__enter__(), api_key="sk", max_retries=0)
         opened.append((context, client, registry))
@@ -81,7 +84,7 @@ def _tool(url: str, **extra: Any) -> dict[str, Any]:
 
 def test_an_allowed_mcp_tool_is_run_by_the_proxy(proxy: Any, http_server: str, kind: str) -> None:
     upstream = FunctionUpstream(_model(kind), tools="native" if kind == "native" else "reject")
-    client = proxy(upstream, (http_server.rsplit("/", 1)[0] + "/",))
+    client = proxy(upstream, (http_server,))
     response = client.responses.create(
         model="m", input="Weather in Paris?", tools=[_tool(http_server)]
     )
@@ -134,7 +137,7 @@ def test_an_mcp_tool_off_the_allow_list_is_never_reached(proxy: Any) -> None:
 
 
 def test_approvals_and_streaming_are_refused_with_a_400(proxy: Any, http_server: str) -> None:
-    client = proxy(FunctionUpstream(lambda body: "x", tools="native"), ("http://127.0.0.1",))
+    client = proxy(FunctionUpstream(lambda body: "x", tools="native"), (http_server,))
     approving = {k: v for k, v in _tool(http_server).items() if k != "require_approval"}
     with pytest.raises(openai.BadRequestError, match='set require_approval to "never"'):
         client.responses.create(model="m", input="Hi", tools=[approving])
@@ -152,7 +155,7 @@ def test_mcp_servers_on_messages_are_run_by_the_proxy(
     proxy: Any, http_server: str, kind: str
 ) -> None:
     upstream = FunctionUpstream(_model(kind), tools="native" if kind == "native" else "reject")
-    client = _messages_client(proxy(upstream, ("http://127.0.0.1:",)))
+    client = _messages_client(proxy(upstream, (http_server.removesuffix("/mcp"),)))
     try:
         message = client.beta.messages.create(
             model="m",
@@ -198,3 +201,51 @@ def test_mcp_servers_off_the_allow_list_are_dropped_with_a_warning(proxy: Any) -
     assert [block["type"] for block in data["content"]] == ["text"]
     assert any("MCP server 'far' dropped" in w for w in data["toolshim"]["warnings"])
     assert "tools" not in upstream.history[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com/mcp/v2", True),
+        ("https://mcp.example.com:443/mcp", True),
+        ("https://mcp.example.com/mcpx", False),
+        ("https://mcp.example.com.evil.net/mcp", False),
+        ("http://mcp.example.com/mcp", False),
+        ("https://mcp.example.com:8443/mcp", False),
+        ("https://user@mcp.example.com/mcp", False),
+        ("https://tools.example.com/", True),
+        ("ftp://tools.example.com/", False),
+    ],
+)
+def test_the_allow_list_matches_origin_and_path(url: str, allowed: bool) -> None:
+    rules = ("https://mcp.example.com/mcp", "https://tools.example.com")
+    assert allowed_url(url, rules) is allowed
+
+
+def test_more_mcp_tools_than_the_proxy_allows_is_a_400(proxy: Any, http_server: str) -> None:
+    upstream = FunctionUpstream(lambda body: "x", tools="native")
+    client = proxy(upstream, (http_server,), limits=Limits(max_tools=3))
+    everything = {k: v for k, v in _tool(http_server).items() if k != "allowed_tools"}
+    with pytest.raises(openai.BadRequestError, match="narrow them with allowed_tools"):
+        client.responses.create(model="m", input="Hi", tools=[everything])
+    assert upstream.history == []
+
+
+def test_the_readme_snippet(
+    proxy: Any, http_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = [
+        b
+        for b in readme_blocks("MCP: servers as tools, for every model", "python")
+        if "responses.create" in b
+    ]
+    upstream = FunctionUpstream(_model("native"), tools="native")
+    client = proxy(upstream, (http_server,))
+    code = block.replace("http://127.0.0.1:8080/v1", str(client.base_url)).replace(
+        "https://mcp.example.com/mcp", http_server
+    )
+    code = code.replace('"allowed_tools": ["weather"]', '"allowed_tools": ["weather", "refuse"]')
+    exec(code, {})
+    printed = capsys.readouterr().out
+    assert printed.strip() == "['mcp_list_tools', 'mcp_call', 'mcp_call', 'message']"

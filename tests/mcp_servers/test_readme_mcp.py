@@ -38,6 +38,15 @@ def test_the_chat_flags_exist() -> None:
     for flag in ("--mcp", "--mcp-tools", "--no-builtin-tools", "--strategy", "--temperature"):
         assert flag in blocks
         assert flag in done.stdout
+    serve = subprocess.run(
+        [sys.executable, "-m", "toolshim.cli.main", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "200", "NO_COLOR": "1", "PATH": ""},
+    )
+    assert "--mcp-allow" in blocks
+    assert "--mcp-allow" in serve.stdout
 
 
 def test_the_schema_tool_block() -> None:

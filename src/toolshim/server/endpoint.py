@@ -125,6 +125,7 @@ class ProtocolEndpoint:
                         headers=upstream_headers,
                         warnings=warnings,
                         overrides=overrides,
+                        max_tools=self.settings.limits.max_tools,
                     )
                     completion, request = turn.completion, turn.request
             else:

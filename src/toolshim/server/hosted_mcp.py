@@ -25,6 +25,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from toolshim.agent.tools import Tool, ToolResult
 from toolshim.engine import Engine
@@ -40,6 +41,7 @@ __all__ = [
     "HostedProtocol",
     "HostedServer",
     "HostedTurn",
+    "allowed_url",
     "run_hosted",
 ]
 
@@ -116,7 +118,7 @@ def _take_responses(
             not isinstance(tool, Mapping)
             or tool.get("type") != "mcp"
             or not isinstance(url, str)
-            or not any(url.startswith(prefix) for prefix in allow)
+            or not allowed_url(url, allow)
         ):
             kept.append(tool)
             continue
@@ -152,7 +154,7 @@ def _take_messages(
         name, url = server.get("name"), server["url"]
         if not isinstance(name, str) or not name.strip():
             raise InvalidRequestError("an MCP server needs a string name", param=f"{param}.name")
-        if not any(url.startswith(prefix) for prefix in allow):
+        if not allowed_url(url, allow):
             warnings.append(
                 f"MCP server {name!r} dropped: its URL is not on the proxy's --mcp-allow list"
             )
@@ -176,6 +178,34 @@ def _take_messages(
             param="stream",
         )
     return hosted, warnings
+
+
+def allowed_url(url: str, allow: Sequence[str]) -> bool:
+    """Whether ``url`` is under one of the ``--mcp-allow`` prefixes: the same scheme, host and
+    port (``https://a.example`` does not allow ``https://a.example.evil``), and a path that
+    starts with the prefix's path at a ``/`` (``/mcp`` allows ``/mcp/x``, not ``/mcpx``)."""
+    try:
+        target = urlsplit(url)
+        target_port = target.port
+    except ValueError:
+        return False
+    if target.scheme not in ("http", "https") or not target.hostname or target.username:
+        return False
+    for prefix in allow:
+        try:
+            rule = urlsplit(prefix)
+            rule_port = rule.port
+        except ValueError:
+            continue
+        if (rule.scheme, rule.hostname) != (target.scheme, target.hostname):
+            continue
+        default = 443 if target.scheme == "https" else 80
+        if (rule_port or default) != (target_port or default):
+            continue
+        base = rule.path.rstrip("/")
+        if target.path == base or target.path.startswith(base + "/") or not base:
+            return True
+    return False
 
 
 def _server(tool: Mapping[str, Any], url: str, param: str) -> HostedServer:
@@ -226,8 +256,10 @@ async def run_hosted(
     headers: Mapping[str, str] | None,
     warnings: Sequence[str],
     overrides: Mapping[str, Any],
+    max_tools: int = 0,
 ) -> HostedTurn:
-    """Answer ``request`` with the hosted servers' tools offered and their calls run here."""
+    """Answer ``request`` with the hosted servers' tools offered and their calls run here
+    (InvalidRequestError when they and the request's own tools are over ``max_tools``)."""
     toolset = MCPToolset(
         MCPHttp(s.url, s.headers, name=s.label, tools=s.allowed_tools) for s in servers
     )
@@ -235,6 +267,13 @@ async def run_hosted(
         reserved = [t.name for t in request.tools]
         tools = {t.name: t for t in toolset.tools_beside(reserved)}
         offered = {t.name: t for t in toolset.offered(reserved)}
+        if max_tools and len(tools) + len(reserved) > max_tools:
+            raise InvalidRequestError(
+                f"the MCP servers offer {len(tools)} tools; with the request's "
+                f"{len(reserved)} that is over the proxy's limit of {max_tools} (--max-tools); "
+                "narrow them with allowed_tools",
+                param="tools",
+            )
         listings = [
             (c.name, [t.listed for t in offered.values() if t.server == c.name], c.problem)
             for c in toolset.connections

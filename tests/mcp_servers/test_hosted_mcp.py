@@ -136,13 +136,33 @@ def test_an_mcp_tool_off_the_allow_list_is_never_reached(proxy: Any) -> None:
     assert "tools" not in upstream.history[0]
 
 
-def test_approvals_and_streaming_are_refused_with_a_400(proxy: Any, http_server: str) -> None:
+def test_approvals_are_refused_with_a_400(proxy: Any, http_server: str) -> None:
     client = proxy(FunctionUpstream(lambda body: "x", tools="native"), (http_server,))
     approving = {k: v for k, v in _tool(http_server).items() if k != "require_approval"}
     with pytest.raises(openai.BadRequestError, match='set require_approval to "never"'):
         client.responses.create(model="m", input="Hi", tools=[approving])
-    with pytest.raises(openai.BadRequestError, match="without streaming"):
-        client.responses.create(model="m", input="Hi", tools=[_tool(http_server)], stream=True)
+
+
+def test_a_streamed_responses_request_gets_the_answer_as_events(
+    proxy: Any, http_server: str
+) -> None:
+    upstream = FunctionUpstream(_model("emulated"), tools="reject")
+    client = proxy(upstream, (http_server,))
+    with client.responses.stream(
+        model="m", input="Weather in Paris?", tools=[_tool(http_server)]
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+    assert [item.type for item in final.output] == [
+        "mcp_list_tools",
+        "mcp_call",
+        "mcp_call",
+        "message",
+    ]
+    assert final.output_text == "Paris is clear at 18 C."
 
 
 def _messages_client(proxy_client: openai.OpenAI) -> anthropic.Anthropic:
@@ -249,3 +269,26 @@ def test_the_readme_snippet(
     exec(code, {})
     printed = capsys.readouterr().out
     assert printed.strip() == "['mcp_list_tools', 'mcp_call', 'mcp_call', 'message']"
+
+
+def test_a_streamed_messages_request_gets_the_answer_as_events(
+    proxy: Any, http_server: str
+) -> None:
+    upstream = FunctionUpstream(_model("native"), tools="native")
+    client = _messages_client(proxy(upstream, (http_server,)))
+    try:
+        with client.beta.messages.stream(
+            model="m",
+            max_tokens=200,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            mcp_servers=[{"type": "url", "url": http_server, "name": "test"}],
+            betas=["mcp-client-2025-04-04"],
+        ) as stream:
+            final = stream.get_final_message()
+    finally:
+        client.close()
+    kinds = [block.type for block in final.content]
+    assert kinds == ["mcp_tool_use", "mcp_tool_result", "mcp_tool_use", "mcp_tool_result", "text"]
+    assert final.content[0].input == {"city": "Paris"}
+    assert final.content[-1].text == "Paris is clear at 18 C."
+    assert final.stop_reason == "end_turn"

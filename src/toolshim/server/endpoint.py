@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,10 +149,24 @@ class ProtocolEndpoint:
         data = self.codec.encode(completion, request)
         if turn is not None and protocol is not None:
             protocol.write(turn, data)
+            if stream:  # the loop's finished answer, replayed as the protocol's events
+                await self._replay(receive, send, protocol.replay(data), meta)
+                self._finish(payload, overrides, outcome, meta, started, 200, True, completion)
+                return
         await send_json(send, 200, data, [(EMULATED_HEADER, emulated_value(meta))])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 
     # -- streaming ----------------------------------------------------------------------------
+
+    async def _replay(
+        self, receive: Receive, send: Send, events: Iterable[bytes], meta: Metadata | None
+    ) -> None:
+        async def each() -> AsyncGenerator[bytes, None]:
+            for data in events:
+                yield data
+
+        headers = [(EMULATED_HEADER, emulated_value(meta))]
+        await SSEResponse(each(), headers=headers)(receive, send)
 
     async def _stream(
         self,

@@ -13,8 +13,9 @@ an ``mcp_tool_result`` block per call.
 
 A server whose URL is not allowed is never reached: a Responses ``mcp`` tool stays in the
 request and the decoder drops it with its usual warning; a Messages server is dropped with a
-warning here. Served, for now, without streaming, and on Responses with ``require_approval:
-"never"`` only; anything else is a 400 saying so. A turn in which the model also calls one of
+warning here. A streamed request gets the finished answer replayed as stream events
+(:mod:`toolshim.server.hosted_stream`). On Responses, ``require_approval: "never"`` only is
+served; anything else is a 400 saying so. A turn in which the model also calls one of
 the caller's own tools ends the loop: that answer goes back as it is.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, MCPServerError
 from toolshim.mcp import MCPHttp, MCPTool, MCPToolset
 from toolshim.mcp.connection import ListedTool
+from toolshim.server.hosted_stream import replay_messages, replay_responses
 from toolshim.types import ChatRequest, Completion, Message, ToolCall, ToolChoice
 
 __all__ = [
@@ -100,6 +102,8 @@ class HostedProtocol:
     """Take the allowed servers out of the payload; also the warnings for the others."""
     write: Callable[[HostedTurn, dict[str, Any]], None]
     """Put the listings and calls into the encoded answer."""
+    replay: Callable[[Mapping[str, Any]], Iterator[bytes]]
+    """The finished answer as the protocol's stream events (a streamed request)."""
 
 
 def _take_responses(
@@ -123,11 +127,6 @@ def _take_responses(
             kept.append(tool)
             continue
         hosted.append(_server(tool, url, f"tools.{index}"))
-    if hosted and payload.get("stream"):
-        raise InvalidRequestError(
-            "hosted MCP tools are served without streaming for now; send stream: false",
-            param="stream",
-        )
     labels = [s.label for s in hosted]
     for label in {x for x in labels if labels.count(x) > 1}:
         raise InvalidRequestError(f"two mcp tools share the server_label {label!r}", param="tools")
@@ -172,11 +171,6 @@ def _take_messages(
             headers["Authorization"] = f"Bearer {token}"
         allowed = _allowed(config.get("allowed_tools"), name, f"{param}.tool_configuration")
         hosted.append(HostedServer(name, url, headers, allowed))
-    if hosted and payload.get("stream"):
-        raise InvalidRequestError(
-            "MCP servers are served without streaming for now; send stream: false",
-            param="stream",
-        )
     return hosted, warnings
 
 
@@ -387,7 +381,7 @@ def _write_messages(turn: HostedTurn, data: dict[str, Any]) -> None:
 
 
 PROTOCOLS: dict[str, HostedProtocol] = {
-    "responses": HostedProtocol(_take_responses, _write_responses),
-    "messages": HostedProtocol(_take_messages, _write_messages),
+    "responses": HostedProtocol(_take_responses, _write_responses, replay_responses),
+    "messages": HostedProtocol(_take_messages, _write_messages, replay_messages),
 }
 """The codecs (by name) whose requests may carry hosted MCP servers."""

@@ -292,3 +292,59 @@ def test_a_streamed_messages_request_gets_the_answer_as_events(
     assert final.content[0].input == {"city": "Paris"}
     assert final.content[-1].text == "Paris is clear at 18 C."
     assert final.stop_reason == "end_turn"
+
+
+def test_a_hosted_answer_sent_back_as_history_keeps_the_calls(proxy: Any, http_server: str) -> None:
+    upstream = FunctionUpstream(_model("native"), tools="native")
+    client = proxy(upstream, (http_server,))
+    first = client.responses.create(
+        model="m", input="Weather in Paris?", tools=[_tool(http_server)], store=False
+    )
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        *(item.model_dump(exclude_none=True) for item in first.output),
+        {"role": "user", "content": "Thanks!"},
+    ]
+    again = client.responses.create(model="m", input=history, store=False)
+    assert again.output_text == "Paris is clear at 18 C."
+    sent = upstream.history[-1]["messages"]
+    tools = [m for m in sent if m["role"] == "tool"]
+    assert json.loads(tools[0]["content"])["celsius"] == 18
+    assert tools[1]["content"].startswith("Error: ")
+    messages = _messages_client(client)
+    try:
+        reply = messages.beta.messages.create(
+            model="m",
+            max_tokens=100,
+            messages=[
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "mcp_tool_use",
+                            "id": "mcptoolu_1",
+                            "name": "weather",
+                            "server_name": "test",
+                            "input": {"city": "Paris"},
+                        },
+                        {
+                            "type": "mcp_tool_result",
+                            "tool_use_id": "mcptoolu_1",
+                            "is_error": False,
+                            "content": [{"type": "text", "text": '{"celsius": 18}'}],
+                        },
+                        {"type": "text", "text": "It is 18 C."},
+                    ],
+                },
+                {"role": "user", "content": "Thanks!"},
+            ],
+            betas=["mcp-client-2025-04-04"],
+        )
+    finally:
+        messages.close()
+    assert reply.content[0].type == "text"
+    sent = upstream.history[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "weather"
+    assert sent[3]["content"] == "It is 18 C."

@@ -159,6 +159,7 @@ class Connection:
         """The owner task: open the session, list the tools, wait for the stop signal."""
         import anyio
 
+        client: Client | None = None
         try:
             async with AsyncExitStack() as stack:
                 client = await self._open(stack)
@@ -177,7 +178,8 @@ class Connection:
             elif not stop.is_set():
                 self._down(f"it stopped ({_reason(exc)}){self._tail()}")
         finally:
-            self._client = None
+            if self._client is client:  # (a later start may have put its own session there)
+                self._client = None
 
     async def _open(self, stack: AsyncExitStack) -> Client:
         import httpx2

@@ -136,11 +136,64 @@ def test_an_mcp_tool_off_the_allow_list_is_never_reached(proxy: Any) -> None:
     assert "tools" not in upstream.history[0]
 
 
-def test_approvals_are_refused_with_a_400(proxy: Any, http_server: str) -> None:
-    client = proxy(FunctionUpstream(lambda body: "x", tools="native"), (http_server,))
-    approving = {k: v for k, v in _tool(http_server).items() if k != "require_approval"}
-    with pytest.raises(openai.BadRequestError, match='set require_approval to "never"'):
-        client.responses.create(model="m", input="Hi", tools=[approving])
+def _weather_model(body: dict[str, Any]) -> Any:
+    """Calls weather once, then answers from its result (or from its refusal)."""
+    tools = [m for m in body["messages"] if m["role"] == "tool"]
+    if tools:
+        return f"Answer from: {tools[-1]['content']}"
+    return Reply(None, [call("weather", {"city": "Paris"})])
+
+
+def test_a_call_waits_for_approval_then_runs(proxy: Any, http_server: str) -> None:
+    upstream = FunctionUpstream(_weather_model, tools="native")
+    client = proxy(upstream, (http_server,))
+    tool = {k: v for k, v in _tool(http_server).items() if k != "require_approval"}
+    first = client.responses.create(model="m", input="Weather in Paris?", tools=[tool])
+    listed, asked = first.output
+    assert listed.type == "mcp_list_tools"
+    assert asked.type == "mcp_approval_request"
+    assert (asked.server_label, asked.name) == ("test", "weather")
+    assert json.loads(asked.arguments) == {"city": "Paris"}
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        *(item.model_dump(exclude_none=True) for item in first.output),
+    ]
+    answer = {"type": "mcp_approval_response", "approval_request_id": asked.id}
+    approved = client.responses.create(
+        model="m", input=[*history, {**answer, "approve": True}], tools=[tool]
+    )
+    _, ran, message = approved.output
+    assert ran.type == "mcp_call" and ran.approval_request_id == asked.id
+    assert json.loads(ran.output or "")["celsius"] == 18
+    assert message.type == "message" and '"celsius": 18' in approved.output_text
+    denied = client.responses.create(
+        model="m",
+        input=[*history, {**answer, "approve": False, "reason": "not now"}],
+        tools=[tool],
+    )
+    _, refused, _ = denied.output
+    assert refused.status == "failed" and refused.error is not None
+    assert denied.output_text == "Answer from: Error: the user did not approve this call: not now"
+
+
+def test_tools_named_under_never_run_without_approval(proxy: Any, http_server: str) -> None:
+    client = proxy(FunctionUpstream(_weather_model, tools="native"), (http_server,))
+    tool = {**_tool(http_server), "require_approval": {"never": {"tool_names": ["weather"]}}}
+    response = client.responses.create(model="m", input="Weather in Paris?", tools=[tool])
+    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_call", "message"]
+
+
+def test_bad_approvals_are_a_400(proxy: Any, http_server: str) -> None:
+    client = proxy(FunctionUpstream(_weather_model, tools="native"), (http_server,))
+    with pytest.raises(openai.BadRequestError, match="require_approval must be"):
+        client.responses.create(
+            model="m", input="Hi", tools=[{**_tool(http_server), "require_approval": "sometimes"}]
+        )
+    orphan = {"type": "mcp_approval_response", "approval_request_id": "mcpr_x", "approve": True}
+    with pytest.raises(openai.BadRequestError, match="no mcp_approval_request item"):
+        client.responses.create(
+            model="m", input=[{"role": "user", "content": "Hi"}, orphan], tools=[_tool(http_server)]
+        )
 
 
 def test_a_streamed_responses_request_gets_the_answer_as_events(

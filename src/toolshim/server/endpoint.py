@@ -107,21 +107,20 @@ class ProtocolEndpoint:
             self._choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
             protocol = HOSTED.get(self.codec.name) if self.settings.mcp_allow else None
-            hosted, dropped = (
-                protocol.take(payload, self.settings.mcp_allow) if protocol else ([], [])
-            )
+            hosted = protocol.take(payload, self.settings.mcp_allow) if protocol else None
             decoded = self.codec.decode(payload)
-            warnings = (*decoded.warnings, *dropped)
+            warnings = (*decoded.warnings, *(hosted.warnings if hosted else ()))
             overrides = {**decoded.overrides, **overrides}
             stream = decoded.request.stream
             upstream_headers = forwarded_headers(headers, self.settings.upstream_api_key)
             turn: HostedTurn | None = None
-            if hosted:
+            if hosted is not None and hosted.servers:
                 async with DisconnectGuard(receive) as guard:
                     turn = await run_hosted(
                         self.engine,
                         decoded.request,
-                        hosted,
+                        hosted.servers,
+                        approvals=hosted.approvals,
                         headers=upstream_headers,
                         warnings=warnings,
                         overrides=overrides,

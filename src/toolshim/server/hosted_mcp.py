@@ -14,8 +14,9 @@ an ``mcp_tool_result`` block per call.
 A server whose URL is not allowed is never reached: a Responses ``mcp`` tool stays in the
 request and the decoder drops it with its usual warning; a Messages server is dropped with a
 warning here. A streamed request gets the finished answer replayed as stream events
-(:mod:`toolshim.server.hosted_stream`). On Responses, ``require_approval: "never"`` only is
-served; anything else is a 400 saying so. A turn in which the model also calls one of
+(:mod:`toolshim.server.hosted_stream`). On Responses, a call that needs an approval
+(``require_approval``) ends the request with an ``mcp_approval_request`` item, and the answer
+to it in the next request's input is honoured (:mod:`toolshim.server.hosted_approvals`). A turn in which the model also calls one of
 the caller's own tools ends the loop: that answer goes back as it is.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -33,6 +34,13 @@ from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError, MCPServerError
 from toolshim.mcp import MCPHttp, MCPTool, MCPToolset
 from toolshim.mcp.connection import ListedTool
+from toolshim.server.hosted_approvals import (
+    Approval,
+    ApprovalRequest,
+    ApprovalRule,
+    approval_rule,
+    take_approvals,
+)
 from toolshim.server.hosted_stream import replay_messages, replay_responses
 from toolshim.types import ChatRequest, Completion, Message, ToolCall, ToolChoice
 
@@ -59,6 +67,18 @@ class HostedServer:
     url: str
     headers: Mapping[str, str]
     allowed_tools: tuple[str, ...] | None
+    approval: ApprovalRule = field(default_factory=lambda: ApprovalRule(default=False))
+    """Which tools wait for the caller's approval (none: Messages has no approvals)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hosted:
+    """What a request carries for the proxy to run: servers, warnings for the dropped ones,
+    and the answers to earlier approval requests."""
+
+    servers: list[HostedServer] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    approvals: list[Approval] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +94,7 @@ class HostedCall:
     failure: Literal["protocol", "execution"] | None = None
     """None: the tool answered; ``protocol``: the server failed or refused, or the arguments
     broke the schema; ``execution``: the tool reported an error (``isError``)."""
+    approval_request_id: str | None = None
 
     @property
     def input(self) -> Any:
@@ -92,28 +113,28 @@ class HostedTurn:
     request: ChatRequest
     listings: list[tuple[str, list[ListedTool], str | None]]
     calls: list[HostedCall]
+    requests: list[ApprovalRequest] = field(default_factory=list)
+    """Calls that wait for the caller's approval (the request ends with them)."""
 
 
 @dataclass(frozen=True, slots=True)
 class HostedProtocol:
     """How one protocol carries hosted MCP: where the servers are, how the answer shows them."""
 
-    take: Callable[[dict[str, Any], Sequence[str]], tuple[list[HostedServer], list[str]]]
-    """Take the allowed servers out of the payload; also the warnings for the others."""
+    take: Callable[[dict[str, Any], Sequence[str]], Hosted]
+    """Take the allowed servers (and approvals) out of the payload; warn of the others."""
     write: Callable[[HostedTurn, dict[str, Any]], None]
     """Put the listings and calls into the encoded answer."""
     replay: Callable[[Mapping[str, Any]], Iterator[bytes]]
     """The finished answer as the protocol's stream events (a streamed request)."""
 
 
-def _take_responses(
-    payload: dict[str, Any], allow: Sequence[str]
-) -> tuple[list[HostedServer], list[str]]:
+def _take_responses(payload: dict[str, Any], allow: Sequence[str]) -> Hosted:
     """The allowed ``mcp`` tools of a Responses payload (the rest stay, to be dropped with a
     warning by the decoder); InvalidRequestError for one toolshim cannot serve."""
     tools = payload.get("tools")
     if not allow or not isinstance(tools, list):
-        return [], []
+        return Hosted()
     kept: list[Any] = []
     hosted: list[HostedServer] = []
     for index, tool in enumerate(tools):
@@ -131,17 +152,15 @@ def _take_responses(
     for label in {x for x in labels if labels.count(x) > 1}:
         raise InvalidRequestError(f"two mcp tools share the server_label {label!r}", param="tools")
     payload["tools"] = kept
-    return hosted, []
+    return Hosted(hosted, [], take_approvals(payload) if hosted else [])
 
 
-def _take_messages(
-    payload: dict[str, Any], allow: Sequence[str]
-) -> tuple[list[HostedServer], list[str]]:
+def _take_messages(payload: dict[str, Any], allow: Sequence[str]) -> Hosted:
     """The allowed ``mcp_servers`` of a Messages payload (all are taken out; the others are
     dropped with a warning)."""
     servers = payload.pop("mcp_servers", None)
     if servers is None:
-        return [], []
+        return Hosted()
     if not isinstance(servers, list):
         raise InvalidRequestError("mcp_servers must be a list", param="mcp_servers")
     hosted: list[HostedServer] = []
@@ -171,7 +190,7 @@ def _take_messages(
             headers["Authorization"] = f"Bearer {token}"
         allowed = _allowed(config.get("allowed_tools"), name, f"{param}.tool_configuration")
         hosted.append(HostedServer(name, url, headers, allowed))
-    return hosted, warnings
+    return Hosted(hosted, warnings)
 
 
 def allowed_url(url: str, allow: Sequence[str]) -> bool:
@@ -208,13 +227,7 @@ def _server(tool: Mapping[str, Any], url: str, param: str) -> HostedServer:
         raise InvalidRequestError(
             "an mcp tool needs a non-empty string server_label", param=f"{param}.server_label"
         )
-    approval = tool.get("require_approval", "always")
-    if approval != "never":
-        raise InvalidRequestError(
-            f"mcp tool {label!r}: toolshim runs hosted MCP tools without approvals; set "
-            f'require_approval to "never" (it was {json.dumps(approval)})',
-            param=f"{param}.require_approval",
-        )
+    approval = approval_rule(tool.get("require_approval"), label, f"{param}.require_approval")
     headers = tool.get("headers") or {}
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise InvalidRequestError(
@@ -224,7 +237,8 @@ def _server(tool: Mapping[str, Any], url: str, param: str) -> HostedServer:
     token = tool.get("authorization")
     if isinstance(token, str) and token:
         headers.setdefault("Authorization", f"Bearer {token}")
-    return HostedServer(label, url, headers, _allowed(tool.get("allowed_tools"), label, param))
+    allowed = _allowed(tool.get("allowed_tools"), label, param)
+    return HostedServer(label, url, headers, allowed, approval)
 
 
 def _allowed(value: Any, label: str, param: str) -> tuple[str, ...] | None:
@@ -251,9 +265,12 @@ async def run_hosted(
     warnings: Sequence[str],
     overrides: Mapping[str, Any],
     max_tools: int = 0,
+    approvals: Sequence[Approval] = (),
 ) -> HostedTurn:
     """Answer ``request`` with the hosted servers' tools offered and their calls run here
-    (InvalidRequestError when they and the request's own tools are over ``max_tools``)."""
+    (InvalidRequestError when they and the request's own tools are over ``max_tools``); the
+    answered ``approvals`` are run (or refused) first. A call that needs an approval ends the
+    turn with its approval request."""
     toolset = MCPToolset(
         MCPHttp(s.url, s.headers, name=s.label, tools=s.allowed_tools) for s in servers
     )
@@ -274,6 +291,9 @@ async def run_hosted(
         ]
         ran: list[HostedCall] = []
         request = replace(request, tools=(*request.tools, *(t.spec for t in tools.values())))
+        if approvals:
+            request = await _answered(request, approvals, tools, offered, ran)
+        rules = {s.label: s.approval for s in servers}
         for round_ in range(1, MAX_ROUNDS + 1):
             if round_ == MAX_ROUNDS:
                 request = replace(request, tool_choice=ToolChoice.NONE)
@@ -282,6 +302,17 @@ async def run_hosted(
             calls = completion.message.tool_calls if completion.choices else ()
             if not calls or any(c.name not in tools for c in calls):
                 return HostedTurn(completion, answer.request, listings, ran)
+            sources = [offered[c.name] for c in calls]
+            waiting = [
+                ApprovalRequest(t.server, t.listed.name, c.arguments)
+                for c, t in zip(calls, sources, strict=True)
+                if rules[t.server].needs(t.listed.name)
+            ]
+            if waiting:  # (the turn's other calls wait too: the model is asked again after)
+                said = Message("assistant", completion.message.text)
+                first = replace(completion.choices[0], message=said, finish_reason="stop")
+                quiet = replace(completion, choices=(first, *completion.choices[1:]))
+                return HostedTurn(quiet, answer.request, listings, ran, waiting)
             results: list[Message] = []
             for call in calls:
                 done = await _call(tools[call.name], call, offered[call.name])
@@ -291,6 +322,39 @@ async def run_hosted(
             said = Message("assistant", completion.message.content, tool_calls=tuple(calls))
             request = replace(request, messages=(*request.messages, said, *results))
     raise AssertionError("unreachable: the last round is asked without tools")
+
+
+async def _answered(
+    request: ChatRequest,
+    approvals: Sequence[Approval],
+    tools: Mapping[str, Tool],
+    offered: Mapping[str, MCPTool],
+    ran: list[HostedCall],
+) -> ChatRequest:
+    """The approved calls run and the refused ones answered, as the latest turn of history."""
+    names = {(t.server, t.listed.name): name for name, t in offered.items()}
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    for approval in approvals:
+        asked = approval.request
+        name = names.get((asked.server, asked.name))
+        call = ToolCall(f"call_{asked.id}", name or asked.name, asked.arguments)
+        if name is None:
+            why = f"the MCP server {asked.server!r} offers no tool {asked.name!r} in this request"
+            done = HostedCall(asked.id, asked.server, asked.name, asked.arguments, why, "protocol")
+        elif not approval.approve:
+            why = "the user did not approve this call" + (
+                f": {approval.reason}" if approval.reason else ""
+            )
+            done = HostedCall(asked.id, asked.server, asked.name, asked.arguments, why, "protocol")
+        else:
+            done = await _call(tools[name], call, offered[name])
+        ran.append(replace(done, approval_request_id=asked.id))
+        calls.append(call)
+        text = f"Error: {done.text}" if done.failure else done.text
+        results.append(Message("tool", text, tool_call_id=call.id))
+    said = Message("assistant", None, tool_calls=tuple(calls))
+    return replace(request, messages=(*request.messages, said, *results))
 
 
 async def _call(tool: Tool, call: ToolCall, source: MCPTool) -> HostedCall:
@@ -351,9 +415,29 @@ def _write_responses(turn: HostedTurn, data: dict[str, Any]) -> None:
                 "output": None if error else call.text,
                 "error": error,
                 "status": "failed" if error else "completed",
+                "approval_request_id": call.approval_request_id,
             }
         )
-    data["output"] = [*items, *data.get("output", ())]
+    items += [
+        {
+            "id": asked.id,
+            "type": "mcp_approval_request",
+            "server_label": asked.server,
+            "name": asked.name,
+            "arguments": asked.arguments,
+        }
+        for asked in turn.requests
+    ]
+    output = list(data.get("output", ()))
+    if turn.requests:  # waiting for approvals: an empty message is no answer
+        output = [item for item in output if not _empty_message(item)]
+    data["output"] = [*items, *output]
+
+
+def _empty_message(item: Mapping[str, Any]) -> bool:
+    if item.get("type") != "message":
+        return False
+    return not any(str(part.get("text") or "").strip() for part in item.get("content") or ())
 
 
 def _write_messages(turn: HostedTurn, data: dict[str, Any]) -> None:

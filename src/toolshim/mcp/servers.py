@@ -41,6 +41,7 @@ DEFAULT_STARTUP_TIMEOUT = 60.0
 _RUNNERS = frozenset(
     {"npx", "bunx", "uvx", "uv", "pipx", "node", "python", "python3", "deno", "bun", "docker"}
 )
+_VALUE_FLAGS = frozenset({"--with", "--from", "-p", "--package", "--python", "-e", "--env"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _TABLE_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "timeout", "tools")
 
@@ -65,13 +66,11 @@ class MCPStdio:
         """The server's name: given, or the package or script its command runs."""
         if self.name:
             return _safe(self.name)
-        words = [self.command, *self.args]
         program = PurePath(self.command).name
+        first = self.command
         if program.split(".")[0] in _RUNNERS:
-            words = [a for a in self.args if not a.startswith("-")] or words
-            if program == "uv" and words and words[0] == "run":
-                words = words[1:] or words
-        first = words[0].rsplit("@", 1)[0] if words[0].rfind("@") > 0 else words[0]
+            first = _program_of(self.args) or self.command
+        first = first.rsplit("@", 1)[0] if first.rfind("@") > 0 else first
         stem = PurePath(first).name.removesuffix(".py").removesuffix(".js")
         return _safe(stem.removeprefix("mcp-").removeprefix("mcp_")) or "mcp"
 
@@ -198,6 +197,23 @@ def servers_from_tables(value: Any, where: str, problems: list[str]) -> tuple[MC
         return ()
     found = (server_from_table(v, f"{where} {i}", problems) for i, v in enumerate(value, 1))
     return tuple(s for s in found if s is not None)
+
+
+def _program_of(args: Sequence[str]) -> str | None:
+    """What a runner (npx, uvx, python, docker …) runs: a script if one is named, else the
+    first word that is neither a flag, a flag's value, nor a subcommand such as ``run``."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            skip = arg in _VALUE_FLAGS
+        elif arg not in ("run", "exec", "x"):
+            words.append(arg)
+    scripts = [w for w in words if w.endswith((".py", ".js", ".mjs", ".ts"))]
+    chosen = scripts or words
+    return chosen[0] if chosen else None
 
 
 def _command(value: Any, where: str, problems: list[str]) -> list[str]:

@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.chat.conftest import upstream  # noqa: F401 (the scripted upstream, for the chat tests)
-from tests.e2e.conftest import free_port
+from tests.e2e.conftest import (  # the scripted upstream process and `toolshim serve`
+    fake_upstream,  # noqa: F401
+    free_port,
+    serve,  # noqa: F401
+)
 from toolshim.mcp import MCPStdio
 
 pytest.importorskip("mcp")

@@ -4,6 +4,7 @@ cache (``TOOLSHIM_TEST_CACHE``, default ``~/.cache/toolshim-tests``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -39,12 +40,19 @@ def sdk_server(**env: str) -> MCPStdio:
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
     """The test server on streamable HTTP; yields its URL."""
+    with run_http_server(tmp_path) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def run_http_server(folder: Path) -> Iterator[str]:
+    """Run the test server on streamable HTTP on a free port; yield its URL."""
     port = free_port()
-    log = (tmp_path / "http-server.log").open("wb")
-    popen = subprocess.Popen(
-        [sys.executable, str(SERVER), str(port)], stdout=log, stderr=subprocess.STDOUT
-    )
-    log.close()
+    log_path = folder / "http-server.log"
+    with log_path.open("wb") as log:
+        popen = subprocess.Popen(
+            [sys.executable, str(SERVER), str(port)], stdout=log, stderr=subprocess.STDOUT
+        )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -52,9 +60,7 @@ def http_server(tmp_path: Path) -> Iterator[str]:
             break
         except OSError:
             if popen.poll() is not None:
-                pytest.fail(
-                    f"the HTTP test server exited: {(tmp_path / 'http-server.log').read_text()}"
-                )
+                pytest.fail(f"the HTTP test server exited: {log_path.read_text()}")
             time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}/mcp"

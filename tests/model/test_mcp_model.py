@@ -15,15 +15,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai
 import pytest
 
-from tests.mcp_servers.conftest import install_filesystem_server, write_notes
+import anthropic
+from tests.mcp_servers.conftest import install_filesystem_server, run_http_server, write_notes
 from tests.model.conftest import _why_unavailable
+from tests.responses.conftest import serve_proxy
 from toolshim import Agent
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.local import EmbeddedServer
 from toolshim.mcp import MCPStdio
+from toolshim.server import create_app
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 pytestmark = pytest.mark.model
@@ -90,3 +94,58 @@ def test_toolshim_chat_answers_from_the_filesystem_server(tmp_path: Path) -> Non
     answer = " ".join(lines[read[-1] + 1 :])  # the reply after the tool's result line
     assert "Thursday" in answer and "room 4" in answer, done.stdout[-3000:]
     assert "Traceback" not in done.stderr
+
+
+def test_the_proxy_runs_a_hosted_mcp_tool_for_the_model(
+    qwen: EmbeddedServer, tmp_path: Path
+) -> None:
+    """Responses (openai SDK) and Messages (anthropic SDK) through the proxy on the 0.5B, with
+    the SDK-written test server on HTTP allowed by ``mcp_allow``: measured, it calls weather
+    with the default strategy and answers from the result on both."""
+    registry = Registry.open(tmp_path / "capabilities.sqlite3")
+    qwen.record_capabilities(registry)
+    engine = Engine(OpenAIUpstream(qwen.base_url, key=qwen.key, timeout=300), registry=registry)
+    with run_http_server(tmp_path) as url:
+        app = create_app(engine, default_model=qwen.model, pin_model=True, mcp_allow=(url,))
+        with serve_proxy(app) as base:
+            client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+            response = client.responses.create(
+                model=qwen.model,
+                input="What is the weather in Paris?",
+                temperature=0,
+                tools=[
+                    {
+                        "type": "mcp",
+                        "server_label": "weather",
+                        "server_url": url,
+                        "require_approval": "never",
+                        "allowed_tools": ["weather"],
+                    }
+                ],
+            )
+            client.close()
+            messages = anthropic.Anthropic(
+                base_url=base.removesuffix("/v1"), api_key="unused", max_retries=0
+            )
+            message = messages.beta.messages.create(
+                model=qwen.model,
+                max_tokens=200,
+                messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+                mcp_servers=[
+                    {
+                        "type": "url",
+                        "url": url,
+                        "name": "weather",
+                        "tool_configuration": {"allowed_tools": ["weather"]},
+                    }
+                ],
+                betas=["mcp-client-2025-04-04"],
+                extra_body={"temperature": 0},
+            )
+            messages.close()
+    kinds = [item.type for item in response.output]
+    assert kinds == ["mcp_list_tools", "mcp_call", "message"], response.model_dump()
+    assert "18" in response.output_text, response.output_text
+    blocks = [block.type for block in message.content]
+    assert blocks[:2] == ["mcp_tool_use", "mcp_tool_result"], message.model_dump()
+    assert "18" in message.content[-1].text, message.model_dump()

@@ -17,6 +17,7 @@
     ├── ToolCallError                the model never produced a valid tool call      → 502
     ├── StoreError                   the capability store could not be used
     ├── LocalModelError              the embedded local model cannot be set up or started
+    ├── MCPServerError               an MCP server failed to start, crashed, hung or refused
     └── AgentLimitError              an agent run hit a safeguard and raise_on_limit was set
 
 Every error knows its HTTP status and its ``type``/``code`` labels; each protocol's codec in
@@ -41,6 +42,7 @@ __all__ = [
     "InvalidRequestError",
     "LimitExceededError",
     "LocalModelError",
+    "MCPServerError",
     "ShuttingDownError",
     "StoreError",
     "ToolCallError",
@@ -250,6 +252,19 @@ class LocalModelError(ToolshimError):
 
     status = 503
     error_type = "local_model_error"
+
+
+class MCPServerError(ToolshimError):
+    """An MCP server could not be started, crashed, did not answer in time (``timed_out``) or
+    refused a request; an agent turns it into the call's error result, never its own end."""
+
+    status = 502
+    error_type = "mcp_server_error"
+
+    def __init__(self, message: str, *, server: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.server = server
+        self.timed_out = timed_out
 
 
 class AgentLimitError(ToolshimError):

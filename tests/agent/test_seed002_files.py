@@ -183,12 +183,12 @@ def test_a_wrong_value_is_reported_under_the_name_the_file_used() -> None:
         (
             {"rules": {"max_turns": 3}, "phases": [{}]},
             "<agent>: unknown key 'rules'; allowed: phases, name, description, model, mode, "
-            "dialect, max_turns (and seed 002's 'cascade_id' for 'name')",
+            "dialect, max_turns, mcp (and seed 002's 'cascade_id' for 'name')",
         ),
         (
             {"phases": [{"name": "p", "tackel": ["calculate"]}]},
             "<agent>: phase 1 ('p'): unknown key 'tackel' (did you mean 'tackle'?); allowed: "
-            "name, instructions, tools, model, mode, use_native_tools, dialect, max_turns "
+            "name, instructions, tools, model, mode, use_native_tools, dialect, max_turns, mcp "
             "(and seed 002's 'tackle' for 'tools')",
         ),
         (

@@ -11,7 +11,7 @@ from toolshim.agent.events import (
 )
 from toolshim.agent.loop import Agent
 from toolshim.agent.result import AgentResult, ToolRun, TurnRecord
-from toolshim.agent.tools import CheckedArguments, Tool, tool
+from toolshim.agent.tools import CheckedArguments, Tool, ToolResult, tool
 
 __all__ = [
     "Agent",
@@ -23,6 +23,7 @@ __all__ = [
     "Tool",
     "ToolCallFinished",
     "ToolCallStarted",
+    "ToolResult",
     "ToolRun",
     "TurnFinished",
     "TurnRecord",

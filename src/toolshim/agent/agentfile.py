@@ -15,6 +15,15 @@
     name = "summarize"
     instructions = "Write one friendly sentence from these notes."
 
+    [[mcp]]                             # MCP servers whose tools every phase may call
+    command = "npx -y @modelcontextprotocol/server-filesystem ."
+    # or: url = "https://example.com/mcp" with headers = { Authorization = "Bearer ..." }
+
+A phase may list its own servers too (``[[phases.mcp]]``, after the phase's table), beside the
+top-level ones; the keys are those of :func:`toolshim.mcp.servers.server_from_table`
+(``name``, ``command`` and ``args``, ``env``, ``cwd``, or ``url`` and ``headers``,
+``timeout``). A phase's servers start when the phase starts and stop when it ends.
+
 Seed 002's cascade files load as they are: its key names are accepted as aliases
 (``cascade_id`` for the top-level ``name``, ``tackle`` for a phase's ``tools``; a key given
 both ways is an error), and ``use_native_tools`` is a phase's ``mode`` (``false``: force,
@@ -46,6 +55,7 @@ from typing import Any
 from toolshim.agent.tools import Tool
 from toolshim.dialects import available_dialects, get_dialect
 from toolshim.errors import ConfigError
+from toolshim.mcp.servers import MCPServerSpec, servers_from_tables
 from toolshim.types import Mode
 
 __all__ = ["AgentFile", "PhaseSpec", "load_agent_file", "parse_agent_spec"]
@@ -59,8 +69,9 @@ PHASE_KEYS = (
     "use_native_tools",
     "dialect",
     "max_turns",
+    "mcp",
 )
-TOP_KEYS = ("phases", "name", "description", "model", "mode", "dialect", "max_turns")
+TOP_KEYS = ("phases", "name", "description", "model", "mode", "dialect", "max_turns", "mcp")
 TOP_ALIASES = {"cascade_id": "name"}
 """Seed 002's key names at the top level, and the key each one means here."""
 PHASE_ALIASES = {"tackle": "tools"}
@@ -97,6 +108,8 @@ class PhaseSpec:
     mode: Mode | None = None
     dialect: str | None = None
     max_turns: int | None = None
+    mcp: tuple[MCPServerSpec, ...] = ()
+    """MCP servers whose tools the phase may call: the file's, then the phase's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,7 @@ def parse_agent_spec(
         mode=top.mode("mode"),
         dialect=top.dialect("dialect"),
         max_turns=top.count("max_turns"),
+        mcp=servers_from_tables(data.get("mcp"), f"{source}: mcp", problems),
     )
     phases_data = data.get("phases")
     if not isinstance(phases_data, list) or not phases_data:
@@ -216,6 +230,7 @@ def _phase(
         mode=mode or defaults.mode,
         dialect=read.dialect("dialect") or defaults.dialect,
         max_turns=read.count("max_turns") or defaults.max_turns,
+        mcp=(*defaults.mcp, *servers_from_tables(entry.get("mcp"), f"{where}: mcp", problems)),
     )
 
 

@@ -2,7 +2,9 @@
 
 Async tools run on the event loop, sync tools in worker threads (``asyncio.to_thread``), all
 calls of a turn at once. A tool that raises does not end the run: the model gets
-``Error: <Type>: <message>`` as the result and can react. Calls that must not run (unknown
+``Error: <Type>: <message>`` as the result and can react; a tool that returns a
+:class:`~toolshim.agent.tools.ToolResult` with ``is_error`` (an MCP tool's ``isError``) gets
+``Error: <its text>``, status ``error`` and error type ``ToolError``. Calls that must not run (unknown
 tool, invalid arguments, repeated) get their result without calling anything.
 """
 
@@ -18,6 +20,7 @@ from pydantic_core import to_json
 
 from toolshim.agent.guards import PlannedCall, Toolbox, unknown_tool_result
 from toolshim.agent.result import ToolRun
+from toolshim.agent.tools import ToolResult
 
 __all__ = ["error_text", "execute", "not_run", "result_text"]
 
@@ -25,7 +28,10 @@ log = logging.getLogger("toolshim.agent")
 
 
 def result_text(value: Any) -> str:
-    """A tool's return value as the text the model reads (strings as they are, the rest as JSON)."""
+    """A tool's return value as the text the model reads (strings as they are, a ToolResult's
+    text, the rest as JSON)."""
+    if isinstance(value, ToolResult):
+        return value.model_text
     if isinstance(value, str):
         return value
     return to_json(value, fallback=str).decode("utf-8")
@@ -123,13 +129,27 @@ async def run_call(planned: PlannedCall, turn: int, time_limit: float | None) ->
             duration=duration,
             turn=turn,
         )
+    duration = time.perf_counter() - started
+    if isinstance(value, ToolResult) and value.is_error:
+        log.info("tool %r reported an error: %s", tool.name, value.model_text)
+        return ToolRun(
+            call.id,
+            tool.name,
+            planned.arguments,
+            f"Error: {value.model_text.strip() or 'the tool reported an error'}",
+            status="error",
+            value=value,
+            error_type="ToolError",
+            duration=duration,
+            turn=turn,
+        )
     return ToolRun(
         call.id,
         tool.name,
         planned.arguments,
         result_text(value),
         value=value,
-        duration=time.perf_counter() - started,
+        duration=duration,
         turn=turn,
     )
 

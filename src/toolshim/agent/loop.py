@@ -6,6 +6,11 @@ model with tool support and for one without. Safeguards end a run with an answer
 ``result.stopped`` set) instead of an exception, unless ``raise_on_limit=True``:
 ``max_turns``, loop detection (:mod:`toolshim.agent.guards`), a model that keeps calling tools
 that do not exist, and optional budgets on tool calls and tokens.
+
+Tools are Python functions, :class:`Tool` objects, and the tools of MCP servers (``mcp=``,
+:mod:`toolshim.mcp`). The servers start when a run starts and stop when it ends, unless the
+agent is entered (``with agent:`` / ``async with agent:``): then they run until it exits. A
+server's tool list is read again before a turn when the server said it changed.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import copy
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolshim.agent.events import (
     AgentEvent,
@@ -46,6 +51,9 @@ from toolshim.errors import AgentLimitError, ConfigError, UpstreamError
 from toolshim.types import Mode
 from toolshim.upstreams.base import Upstream
 
+if TYPE_CHECKING:
+    from toolshim.mcp import MCPServerSpec, MCPToolset
+
 __all__ = ["Agent"]
 
 EventHandler = Callable[[AgentEvent], None]
@@ -61,13 +69,17 @@ class Agent:
     ``upstream`` is a base URL, an :class:`Upstream`, or an :class:`Engine` (then ``mode``,
     ``dialect`` and ``strategy`` override the engine's for this agent's requests); without
     it, ``TOOLSHIM_UPSTREAM`` is used. ``model`` defaults to the first model the upstream
-    lists. ``params`` (temperature, max_tokens, ...) go into every request.
+    lists. ``params`` (temperature, max_tokens, ...) go into every request. ``mcp`` lists
+    MCP servers whose tools the model may call too: command lines, URLs,
+    :class:`~toolshim.mcp.MCPStdio`/:class:`~toolshim.mcp.MCPHttp`, or an
+    :class:`~toolshim.mcp.MCPToolset` (then its owner opens and closes it).
     """
 
     def __init__(
         self,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         *,
+        mcp: Iterable[str | MCPServerSpec] | MCPToolset | None = None,
         model: str | None = None,
         upstream: str | Upstream | Engine | None = None,
         mode: str | Mode | None = None,
@@ -85,6 +97,8 @@ class Agent:
         raise_on_limit: bool = False,
     ) -> None:
         self.toolbox = Toolbox(Tool.from_function(t) for t in tools)
+        """The agent's own tools (functions and Tool objects); MCP tools join them per run."""
+        self.mcp = _toolset(mcp)
         _at_least("max_turns", max_turns, 1)
         _at_least("max_unknown_tool_retries", max_unknown_tool_retries, 0)
         if max_tool_calls is not None:
@@ -137,7 +151,14 @@ class Agent:
 
     @property
     def tools(self) -> list[Tool]:
-        return list(self.toolbox.tools.values())
+        """The agent's tools, with the MCP servers' tools as last listed."""
+        return list(self._toolbox().tools.values())
+
+    def _toolbox(self) -> Toolbox:
+        if not self.mcp:
+            return self.toolbox
+        extra = self.mcp.tools_beside(self.toolbox.names)
+        return Toolbox([*self.toolbox.tools.values(), *extra])
 
     # -- running ----------------------------------------------------------------------------
 
@@ -185,29 +206,58 @@ class Agent:
             self.engine.close()
 
     async def __aenter__(self) -> Agent:
+        if self.mcp:
+            await self.mcp.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        try:
+            if self.mcp:
+                await self.mcp.__aexit__()
+        finally:
+            await self.aclose()
 
     def __enter__(self) -> Agent:
+        if self.mcp:
+            self.engine.run_sync(self.mcp.__aenter__())
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            if self.mcp:
+                self.engine.run_sync(self.mcp.__aexit__())
+        finally:
+            self.close()
 
     # -- the loop ---------------------------------------------------------------------------
 
     async def _drive(
         self, prompt: str | Sequence[Mapping[str, Any]], *, stream: bool
     ) -> AsyncIterator[AgentEvent]:
+        if not self.mcp:
+            async for event in self._turns(prompt, stream=stream):
+                yield event
+            return
+        async with self.mcp:
+            async for event in self._turns(prompt, stream=stream):
+                yield event
+
+    async def _turns(
+        self, prompt: str | Sequence[Mapping[str, Any]], *, stream: bool
+    ) -> AsyncIterator[AgentEvent]:
         state = RunState(messages=self._start(prompt))
+        if self.mcp:
+            for warning in self.mcp.warnings:
+                state.warn(warning)
         state.model = await self._model_name(state)
         for turn in range(1, self.max_turns + 1):
             yield TurnStarted(turn, tuple(copy.deepcopy(state.messages)))
             started = time.perf_counter()
             reply = Reply()
-            request = self._request(state, stream=stream)
+            if self.mcp:
+                await self.mcp.refresh()
+            toolbox = self._toolbox()
+            request = self._request(state, toolbox, stream=stream)
             if stream:
                 async for chunk in self.engine.astream(request, **self._overrides()):
                     text = reply.add(chunk)
@@ -224,11 +274,11 @@ class Agent:
                 yield TurnFinished(turn, state.close_reply(reply, turn, started))
                 break
             state.messages.append(reply.message(calls))
-            planned = plan_calls(calls, self.toolbox, state.ledger)
-            stop = self._token_stop(state, reply, turn) or self._safeguard(state, planned)
+            planned = plan_calls(calls, toolbox, state.ledger)
+            stop = self._token_stop(state, reply, turn) or self._safeguard(state, planned, toolbox)
             if stop is not None:
                 for index, item in enumerate(planned):
-                    run = settled(item, turn, self.toolbox) or not_run(item, turn, stop.why)
+                    run = settled(item, turn, toolbox) or not_run(item, turn, stop.why)
                     state.record(item, run, index)
                     yield ToolCallFinished(turn, run)
                 state.close_turn(planned)
@@ -238,9 +288,7 @@ class Agent:
             for item in planned:
                 if item.status == "run" and item.duplicate_of is None:
                     yield ToolCallStarted(turn, item.call.id, item.name, item.arguments)
-            async for index, run in execute(
-                planned, turn, self.toolbox, time_limit=self.tool_timeout
-            ):
+            async for index, run in execute(planned, turn, toolbox, time_limit=self.tool_timeout):
                 state.record(planned[index], run, index)
                 yield ToolCallFinished(turn, run)
             state.close_turn(planned)
@@ -284,11 +332,11 @@ class Agent:
         state.warn("no model given and the upstream lists no models; sent an empty model name")
         return ""
 
-    def _request(self, state: RunState, *, stream: bool) -> dict[str, Any]:
+    def _request(self, state: RunState, toolbox: Toolbox, *, stream: bool) -> dict[str, Any]:
         request: dict[str, Any] = {**self.params, "model": state.model}
         request["messages"] = state.messages
-        if self.toolbox:
-            request["tools"] = [t.to_openai() for t in self.toolbox.tools.values()]
+        if toolbox:
+            request["tools"] = [t.to_openai() for t in toolbox.tools.values()]
         if stream:
             request["stream"] = True
             request.setdefault("stream_options", {"include_usage": True})
@@ -311,7 +359,9 @@ class Agent:
         )
         return Stop("token_budget", limit_answer(reason, state.latest_runs()), reason)
 
-    def _safeguard(self, state: RunState, planned: Sequence[PlannedCall]) -> Stop | None:
+    def _safeguard(
+        self, state: RunState, planned: Sequence[PlannedCall], toolbox: Toolbox
+    ) -> Stop | None:
         """Decide whether this turn's calls may run, or the run ends here."""
         unknown = [p for p in planned if p.status == "unknown_tool"]
         repeated = [p for p in planned if p.status == "repeated"]
@@ -324,7 +374,7 @@ class Agent:
                     f"the model kept calling tools that do not exist ({listed}) after "
                     f"{self.max_unknown_tool_retries} correction(s)"
                 )
-                return Stop("unknown_tool", unknown_tool_answer(names, self.toolbox), reason)
+                return Stop("unknown_tool", unknown_tool_answer(names, toolbox), reason)
             state.warn(
                 f"the model called unknown tool(s) {listed}; re-asked with the available tools"
             )
@@ -352,6 +402,23 @@ class Agent:
             )
             return Stop("tool_call_budget", limit_answer(reason, state.latest_runs()), reason)
         return None
+
+
+def _toolset(mcp: Iterable[str | MCPServerSpec] | MCPToolset | None) -> MCPToolset | None:
+    """The MCP servers as one toolset (None without any); the SDK is needed only to start them."""
+    if mcp is None:
+        return None
+    from toolshim.mcp import MCPToolset
+
+    if isinstance(mcp, MCPToolset):
+        return mcp
+    if isinstance(mcp, str):
+        raise ConfigError(
+            f"mcp= takes a list of servers, not one string; did you mean mcp=[{mcp!r}]?",
+            param="mcp",
+        )
+    toolset = MCPToolset(mcp)
+    return toolset if toolset else None
 
 
 def _at_least(name: str, value: int, minimum: int) -> None:

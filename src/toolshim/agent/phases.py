@@ -124,6 +124,7 @@ async def arun_agent_file(
     for number, phase in enumerate(spec.phases, start=1):
         agent = Agent(
             phase.tools,
+            mcp=phase.mcp or None,
             model=phase.model or model,
             upstream=engine,
             mode=phase.mode or mode,

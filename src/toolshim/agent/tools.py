@@ -1,17 +1,21 @@
-"""Tools from Python functions: name, description and JSON Schema from the signature, validation.
+"""Tools: Python functions, or a JSON Schema with a callable; arguments checked before any call.
 
 A function becomes a :class:`Tool` with :func:`tool` (a decorator, with or without options)
-or :meth:`Tool.from_function`. The arguments schema comes from the signature: type hints
-(``str``, ``int``, ``float``, ``bool``, ``list[...]``, ``dict[...]``, ``X | None``,
-``Literal``, ``Enum``, pydantic models, dataclasses, TypedDicts), defaults, descriptions given
-as ``Annotated[T, "text"]`` or ``Annotated[T, Field(description=...)]``, and the docstring's
-parameter sections (Google, NumPy and reST styles). Arguments a model sends are validated by a
-pydantic model generated from the same signature, in strict mode on their JSON: JSON ``true``
-never reaches an ``int`` parameter, ``"7"`` never becomes ``7`` and an unknown argument is
-never dropped; only what JSON cannot say is converted (an ISO date string for a ``date``, a
-value for an ``Enum``, an array for a ``tuple``, a number for a ``float``). So a function is
-never called with arguments that do not fit it; :meth:`Tool.check` returns the problem as data,
-worded for the model (it goes back to the model as the call's error result).
+or :meth:`Tool.from_function`; its arguments schema comes from the signature
+(:mod:`toolshim.agent.signature`). Arguments a model sends are validated by a pydantic model
+generated from the same signature, in strict mode on their JSON: JSON ``true`` never reaches an
+``int`` parameter, ``"7"`` never becomes ``7`` and an unknown argument is never dropped; only
+what JSON cannot say is converted (an ISO date string for a ``date``, a value for an ``Enum``,
+an array for a ``tuple``, a number for a ``float``). So a function is never called with
+arguments that do not fit it; :meth:`Tool.check` returns the problem as data, worded for the
+model (it goes back to the model as the call's error result).
+
+A tool whose schema already exists (an MCP server's ``inputSchema``, an OpenAI ``tools[]``
+entry) is built with :meth:`Tool.from_schema`: the schema reaches the model exactly as given,
+the model's arguments are checked against it (:mod:`toolshim.schemas`: local references only,
+bounded work), and the callable gets them as one ``dict``. A tool may return a
+:class:`ToolResult` to say what the model reads, keep structured data beside it, or report an
+error the model must see as one.
 """
 
 from __future__ import annotations
@@ -21,22 +25,21 @@ import functools
 import inspect
 import json
 import re
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
-from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
-from pydantic_core import PydanticSerializationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
-from toolshim.errors import ConfigError
+from toolshim.agent import signature
+from toolshim.agent.signature import is_async
+from toolshim.errors import ConfigError, ToolshimError
+from toolshim.schemas import checker
 from toolshim.types import ToolSpec
 
-__all__ = ["CheckedArguments", "Tool", "tool"]
+__all__ = ["CheckedArguments", "Tool", "ToolResult", "tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_REPORTED_ERRORS = 5
@@ -58,10 +61,24 @@ class CheckedArguments:
 
 
 @dataclass(frozen=True, slots=True)
-class _Parameter:
-    name: str
-    field: str
-    positional_only: bool
+class ToolResult:
+    """A tool's result with its structure kept: the text the model reads, the data, an error.
+
+    ``text`` is what the model reads; when it is empty, ``data`` as JSON is. ``is_error``
+    makes the call an error result (the model is told the call failed and must say so).
+    """
+
+    text: str = ""
+    data: Any = None
+    """Structured content (JSON-ready), e.g. an MCP tool's ``structuredContent``."""
+    is_error: bool = False
+
+    @property
+    def model_text(self) -> str:
+        """The text the model reads for this result."""
+        if self.text or self.data is None:
+            return self.text
+        return to_json(self.data, fallback=str).decode("utf-8")
 
 
 class Tool:
@@ -75,18 +92,12 @@ class Tool:
         description: str | None = None,
     ) -> None:
         self.function = function
-        self.name: str = name or str(getattr(function, "__name__", ""))
-        if not _NAME.match(self.name):
-            raise ConfigError(
-                f"cannot use {self.name!r} as a tool name: names may use only letters, digits, "
-                "'_' and '-' (at most 64); pass name=... to tool()",
-                param="name",
-            )
-        self.is_async = _is_async(function)
+        self.name: str = _checked_name(name or str(getattr(function, "__name__", "")))
+        self.is_async = is_async(function)
         doc = docstring_parser.parse(inspect.getdoc(function) or "")
-        self.description = description if description is not None else _description(doc)
-        self._parameters, self._model = _arguments_model(function, self.name, doc)
-        self.parameters: dict[str, Any] = _schema(self._model, self.name)
+        self.description = description if description is not None else signature.description(doc)
+        self._parameters, self._model = signature.arguments_model(function, self.name, doc)
+        self.parameters: dict[str, Any] = signature.schema(self._model, self.name)
 
     @classmethod
     def from_function(cls, function: Callable[..., Any] | Tool, *, name: str | None = None) -> Tool:
@@ -96,6 +107,29 @@ class Tool:
         if not callable(function):
             raise ConfigError(f"a tool must be a function, not {type(function).__name__}")
         return cls(function, name=name)
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        parameters: Mapping[str, Any],
+        function: Callable[[dict[str, Any]], Any],
+        *,
+        description: str = "",
+    ) -> Tool:
+        """A tool from a JSON Schema: ``function`` (sync or async) is called with the model's
+        arguments as one ``dict``, after they were checked against ``parameters``.
+
+        >>> echo = Tool.from_schema(
+        ...     "echo",
+        ...     {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        ...     lambda arguments: arguments["text"],
+        ...     description="Say the text back.",
+        ... )
+        >>> echo.check({"text": 7}).problem.split(". Its")[0]
+        "the arguments of 'echo' are invalid: text: 7 is not of type 'string'"
+        """
+        return SchemaTool(name, parameters, function, description=description)
 
     def renamed(self, name: str) -> Tool:
         return Tool(self.function, name=name, description=self.description)
@@ -248,173 +282,103 @@ def tool(
     return decorate
 
 
-def _is_async(function: Callable[..., Any]) -> bool:
-    """True for ``async def`` functions, partials of them, and objects with an async ``__call__``."""
-    if inspect.iscoroutinefunction(function):
-        return True
-    return not inspect.isroutine(function) and inspect.iscoroutinefunction(type(function).__call__)
+class SchemaTool(Tool):
+    """A tool whose JSON Schema is given (see :meth:`Tool.from_schema`); the schema is kept whole."""
 
-
-# -- description and schema ---------------------------------------------------------------------
-
-
-def _description(doc: docstring_parser.Docstring) -> str:
-    parts = [p.strip() for p in (doc.short_description, doc.long_description) if p and p.strip()]
-    return "\n\n".join(parts)
-
-
-def _arguments_model(
-    function: Callable[..., Any], tool_name: str, doc: docstring_parser.Docstring
-) -> tuple[tuple[_Parameter, ...], type[BaseModel]]:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"cannot read the signature of tool {tool_name!r}: {exc}") from exc
-    try:
-        hints = typing.get_type_hints(_hint_source(function), include_extras=True)
-    except (NameError, TypeError) as exc:
-        raise ConfigError(
-            f"cannot resolve the type hints of tool {tool_name!r}: {exc} (define the types it "
-            "uses at module level)"
-        ) from exc
-    documented = {p.arg_name: (p.description or "").strip() for p in doc.params}
-    parameters: list[_Parameter] = []
-    fields: dict[str, Any] = {}
-    for i, (name, parameter) in enumerate(signature.parameters.items()):
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+    def __init__(
+        self,
+        name: str,
+        parameters: Mapping[str, Any],
+        function: Callable[[dict[str, Any]], Any],
+        *,
+        description: str = "",
+    ) -> None:
+        if not callable(function):
+            raise ConfigError(f"tool {name!r}: the callable is {type(function).__name__}")
+        if not isinstance(parameters, Mapping):
             raise ConfigError(
-                f"tool {tool_name!r}: parameter {str(parameter).split(':')[0]!r}: *args and "
-                "**kwargs cannot be described to a model; name each parameter"
+                f"tool {name!r}: its schema must be a JSON object, not {parameters!r}"
             )
-        annotation = hints.get(name, Any)
-        description = _annotated_description(annotation) or documented.get(name) or None
-        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        field = f"p{i}"
-        fields[field] = (annotation, Field(default, alias=name, description=description))
-        parameters.append(_Parameter(name, field, parameter.kind is parameter.POSITIONAL_ONLY))
-    try:
-        model = create_model(
-            f"{tool_name}_arguments",
-            __config__=ConfigDict(extra="ignore", populate_by_name=False),
-            **fields,
+        self.function = function
+        self.name = _checked_name(name)
+        self.description = description
+        self.is_async = is_async(function)
+        self.parameters = dict(parameters)
+        self._parameters = ()
+
+    def renamed(self, name: str) -> Tool:
+        return SchemaTool(name, self.parameters, self.function, description=self.description)
+
+    def __repr__(self) -> str:
+        return f"Tool.from_schema({self.name!r})"
+
+    @property
+    def parameter_names(self) -> list[str]:
+        properties = self.parameters.get("properties")
+        return list(properties) if isinstance(properties, Mapping) else []
+
+    def check(self, arguments: Any) -> CheckedArguments:
+        """Decode the arguments and check them against the schema (an unusable schema, or one
+        too costly to check, lets them through: the tool itself then judges them)."""
+        if isinstance(arguments, str):
+            text = arguments.strip()
+            try:
+                arguments = json.loads(text) if text else {}
+            except ValueError as exc:
+                return CheckedArguments(
+                    normalized=text,
+                    problem=f"the arguments of {self.name!r} are not valid JSON ({exc}); "
+                    f"send a JSON object that matches the schema {self._schema_text()}",
+                )
+        if arguments is None:
+            arguments = {}
+        normalized = _canonical(arguments)
+        if not isinstance(arguments, Mapping):
+            return CheckedArguments(
+                normalized=normalized,
+                problem=f"the arguments of {self.name!r} must be a JSON object, not "
+                f"{type(arguments).__name__}; its schema is {self._schema_text()}",
+            )
+        problems = self._problems(dict(arguments))
+        if problems:
+            return CheckedArguments(normalized=normalized, problem=self._worded(problems))
+        return CheckedArguments((dict(arguments),), {}, normalized)
+
+    def _problems(self, arguments: dict[str, Any]) -> list[str]:
+        try:
+            found = checker(json.dumps(self.parameters, sort_keys=True))
+        except (TypeError, ValueError):
+            return []
+        if found is None:
+            return []
+        try:
+            errors = found.errors(arguments, name=self.name)
+        except (ToolshimError, RecursionError):
+            return []
+        problems = []
+        for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+            where = ".".join(str(part) for part in error.absolute_path) or "arguments"
+            problems.append(f"{where}: {error.message}")
+        return problems
+
+    def _worded(self, problems: Sequence[str]) -> str:
+        shown = list(problems[:_MAX_REPORTED_ERRORS])
+        if len(problems) > _MAX_REPORTED_ERRORS:
+            shown.append(f"and {len(problems) - _MAX_REPORTED_ERRORS} more")
+        return (
+            f"the arguments of {self.name!r} are invalid: {'; '.join(shown)}. "
+            f"Its arguments schema is {self._schema_text()}"
         )
-    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
-        raise ConfigError(_unsupported(tool_name, exc)) from exc
-    return tuple(parameters), typing.cast(type[BaseModel], model)
 
 
-def _hint_source(function: Callable[..., Any]) -> Any:
-    """Where the type hints of ``function``'s parameters live (partials, classes, callables)."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    if inspect.isclass(function):
-        return function.__init__
-    if not inspect.isroutine(function):
-        return type(function).__call__
-    return function
-
-
-def _annotated_description(annotation: Any) -> str | None:
-    """The description in ``Annotated[T, "text"]`` or ``Annotated[T, Field(description=...)]``."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return None
-    for meta in annotation.__metadata__:
-        if isinstance(meta, str) and meta.strip():
-            return meta.strip()
-        if isinstance(meta, FieldInfo) and meta.description:
-            return meta.description
-    return None
-
-
-def _unsupported(tool_name: str, exc: Exception) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return (
-        f"tool {tool_name!r} has a parameter type without a JSON Schema ({first}); use basic "
-        "types, Literal, Enum, pydantic models, dataclasses or TypedDicts"
-    )
-
-
-class _ToolSchema(GenerateJsonSchema):
-    """pydantic's generator, quiet about defaults that have no JSON form (they are left out)."""
-
-    def emit_warning(self, kind: JsonSchemaWarningKind, detail: str) -> None:
-        if kind != "non-serializable-default":
-            super().emit_warning(kind, detail)
-
-
-def _schema(model: type[BaseModel], tool_name: str) -> dict[str, Any]:
-    try:
-        raw = model.model_json_schema(by_alias=True, schema_generator=_ToolSchema)
-    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
-        raise ConfigError(_unsupported(tool_name, exc)) from exc
-    definitions = raw.pop("$defs", {})
-    recursive: set[str] = set()
-    schema = _tidy(raw, definitions, (), recursive)
-    if not isinstance(schema, dict):
-        raise ConfigError(f"tool {tool_name!r}: unexpected arguments schema {raw!r}")
-    schema.pop("title", None)
-    schema.setdefault("properties", {})
-    if recursive:
-        kept: dict[str, Any] = {}
-        while len(kept) < len(recursive):
-            for name in sorted(recursive - set(kept)):
-                kept[name] = _tidy(definitions[name], definitions, (name,), recursive)
-        schema["$defs"] = kept
-    return schema
-
-
-_LITERAL_KEYS = frozenset({"default", "enum", "const", "examples"})
-
-
-def _tidy(
-    node: Any, definitions: Mapping[str, Any], stack: Sequence[str], recursive: set[str]
-) -> Any:
-    """Inline non-recursive ``$ref``s, drop generated titles, collapse ``X | None`` to a type list.
-
-    Small models read a flat schema far better than one with ``$defs`` and ``anyOf``.
-    """
-    if isinstance(node, list):
-        return [_tidy(item, definitions, stack, recursive) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref.removeprefix("#/$defs/")
-        if name in stack and name in definitions:
-            recursive.add(name)
-            return dict(node)
-        if name not in definitions:
-            return dict(node)
-        merged = {**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}}
-        merged.pop("title", None)
-        return _tidy(merged, definitions, (*stack, name), recursive)
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in _LITERAL_KEYS:
-            out[key] = value
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {k: _tidy(v, definitions, stack, recursive) for k, v in value.items()}
-        else:
-            out[key] = _tidy(value, definitions, stack, recursive)
-    return _collapse_optional(out)
-
-
-def _collapse_optional(node: dict[str, Any]) -> dict[str, Any]:
-    """``{"anyOf": [{"type": "integer"}, {"type": "null"}]}`` → ``{"type": ["integer", "null"]}``."""
-    options = node.get("anyOf")
-    if not isinstance(options, list) or len(options) != 2:
-        return node
-    simple = [o for o in options if isinstance(o, dict) and set(o) == {"type"}]
-    if len(simple) != 2 or {"type": "null"} not in simple:
-        return node
-    other = next(o["type"] for o in simple if o != {"type": "null"})
-    if not isinstance(other, str):
-        return node
-    out = {k: v for k, v in node.items() if k != "anyOf"}
-    out["type"] = [other, "null"]
-    return out
+def _checked_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigError(
+            f"cannot use {name!r} as a tool name: names may use only letters, digits, "
+            "'_' and '-' (at most 64); pass name=... to tool()",
+            param="name",
+        )
+    return name
 
 
 def _shown(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The chat's slash commands: /model list|use, /tools, /mode, /clear, /save, /help, /quit."""
+"""The chat's slash commands: /model list|use, /tools, /mcp, /mode, /clear, /save, /help, /quit."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ Commands:
   /model use NAME      switch models (the conversation carries over); typed during a reply,
                        the switch waits until that reply is complete
   /tools               the tools loaded, with their arguments
+  /mcp                 the MCP servers (--mcp), their state and their tools
   /mode [MODE]         show or set how tools are sent: auto, off, fallback, force, strip
   /clear               start a new conversation (same model)
   /save FILE           write the transcript as JSON (messages, tool calls, results, metadata)
@@ -125,10 +126,22 @@ async def _model_list(session: ChatSession) -> None:
 
 
 async def _tools(session: ChatSession, rest: str) -> None:
-    session.render.tools_table(session.tools)
-    if session.model is not None and session.tools:
+    if session.mcp:
+        await session.mcp.refresh()
+    session.render.tools_table(session.all_tools)
+    if session.model is not None and session.all_tools:
         status = session.status(session.model)
         session.render.info(f"For {session.model}: {status.headline} — {status.why}")
+
+
+async def _mcp(session: ChatSession, rest: str) -> None:
+    if not session.mcp:
+        session.render.info(
+            'No MCP servers. Start the chat with --mcp "COMMAND ARGS" or --mcp URL (repeatable).'
+        )
+        return
+    await session.mcp.refresh()
+    session.render.mcp_table(session.mcp.describe())
 
 
 async def _mode(session: ChatSession, rest: str) -> None:
@@ -163,7 +176,7 @@ async def _save(session: ChatSession, rest: str) -> None:
         model=session.model,
         mode=session.mode.value,
         messages=session.messages,
-        tools=[t.to_openai() for t in session.tools],
+        tools=[t.to_openai() for t in session.all_tools],
     )
     try:
         written = write_json(Path(rest), data)
@@ -183,6 +196,7 @@ COMMANDS: dict[str, Handler] = {
     "/model": _model,
     "/models": _model,
     "/tools": _tools,
+    "/mcp": _mcp,
     "/mode": _mode,
     "/clear": _clear,
     "/save": _save,

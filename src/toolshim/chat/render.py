@@ -152,6 +152,26 @@ class Renderer:
             )
         self.console.print(table)
 
+    def mcp_table(self, servers: Sequence[Mapping[str, Any]]) -> None:
+        """The MCP servers: name, state (and why one is down), restarts, tools."""
+        table = Table(title=f"{len(servers)} MCP server(s)", title_justify="left")
+        for column in ("server", "state", "tools", "started from"):
+            table.add_column(column)
+        for server in servers:
+            state = str(server["state"])
+            if server.get("problem"):
+                state += f": {server['problem']}"
+            if server.get("restarts"):
+                state += f" (restarted {server['restarts']}×)"
+            tools = ", ".join(server["tools"]) or "(none)"
+            table.add_row(
+                escape(str(server["name"])),
+                escape(state),
+                escape(tools),
+                escape(str(server["server"])),
+            )
+        self.console.print(table)
+
 
 def summarize_parameters(schema: Mapping[str, Any]) -> str:
     """``expression: string; timezone?: string = 'local'``: a JSON Schema in one line."""

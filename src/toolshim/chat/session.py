@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolshim.agent.events import (
     RunFinished,
@@ -44,6 +44,9 @@ from toolshim.errors import (
     UpstreamTimeoutError,
 )
 from toolshim.types import Mode
+
+if TYPE_CHECKING:
+    from toolshim.mcp import MCPToolset
 
 __all__ = ["ChatSession", "ChatSettings"]
 
@@ -119,11 +122,16 @@ class ChatSession:
         tools: Sequence[Tool],
         terminal: Terminal,
         settings: ChatSettings | None = None,
+        *,
+        mcp: MCPToolset | None = None,
     ) -> None:
         self.engine = engine
         self.registry = engine.registry
         self.upstream = engine.upstream.key
         self.tools = list(tools)
+        """The functions given as tools (the built-ins and ``--tools``)."""
+        self.mcp = mcp
+        """The MCP servers (``--mcp``), started by the caller for the whole session."""
         self.terminal = terminal
         self.settings = settings or ChatSettings()
         self.render = Renderer(terminal.console)
@@ -135,7 +143,7 @@ class ChatSession:
             engine.upstream,
             terminal,
             self.render,
-            has_tools=bool(self.tools),
+            has_tools=bool(self.tools) or bool(mcp),
             foreground=self.foreground,
         )
         self.queue: deque[str] = deque()
@@ -145,6 +153,13 @@ class ChatSession:
     @property
     def mode(self) -> Mode:
         return self.settings.mode
+
+    @property
+    def all_tools(self) -> list[Tool]:
+        """The function tools and the MCP servers' tools, as the model is offered them."""
+        if not self.mcp:
+            return list(self.tools)
+        return [*self.tools, *self.mcp.tools_beside(t.name for t in self.tools)]
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -255,6 +270,7 @@ class ChatSession:
         status = self.status(model)
         agent = Agent(
             self.tools,
+            mcp=self.mcp,
             model=model,
             upstream=self.engine,
             mode=mode,

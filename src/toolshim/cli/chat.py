@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolshim.cli._common import (
     EMBEDDED_HINT,
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from toolshim.agent.tools import Tool
     from toolshim.capabilities.registry import Registry
     from toolshim.chat.session import ChatSettings
+    from toolshim.mcp import MCPToolset
     from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["chat", "register"]
@@ -52,12 +57,15 @@ an upstream error, or you). For a model nothing is known about, the chat asks
 emulation, then the chat asks whether to remember it.
 
 Built-in demo tools: current_time, calculate (arithmetic, no eval), convert_units. Add your
-own with --tools my_module:my_function (repeatable; the current directory is importable).
+own with --tools my_module:my_function (repeatable; the current directory is importable), and
+the tools of MCP servers with --mcp "COMMAND ARGS" or --mcp URL (repeatable; needs
+toolshim[mcp]), e.g. --mcp "npx -y @modelcontextprotocol/server-filesystem .".
 
 Keys: Enter sends; Esc-Enter, or a line ending in a backslash, continues on a new line;
 Ctrl-C cancels the reply being streamed (the upstream request is cancelled too); Ctrl-D
 quits. Lines typed during a reply run after it (so /model use waits for the reply).
-Commands: /model list, /model use NAME, /tools, /mode MODE, /clear, /save FILE, /help, /quit.
+Commands: /model list, /model use NAME, /tools, /mcp, /mode MODE, /clear, /save FILE, /help,
+/quit.
 
 Environment: TOOLSHIM_CHAT_PROMPT_TIMEOUT (seconds a question waits, default 30),
 TOOLSHIM_CHAT_HISTORY (input history file; default in the user data directory).
@@ -86,6 +94,24 @@ def chat(
             "--tools",
             "-t",
             help="Your own tool as module:function (repeatable, or comma-separated).",
+            show_default=False,
+        ),
+    ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            help='An MCP server whose tools the model may call: "COMMAND ARGS" (stdio) or an '
+            "http(s):// URL (streamable HTTP). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    mcp_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp-tools",
+            help="Offer only these tools of the --mcp servers (names as the servers list "
+            "them; repeatable, or comma-separated). Small models pick better from a few.",
             show_default=False,
         ),
     ] = None,
@@ -125,6 +151,7 @@ def chat(
         options = EngineOptions.build(mode=mode, strategy=strategy, dialect=dialect)
         prompt_timeout = _prompt_timeout()
         loaded = load_tools(tools or (), builtin=not no_builtin_tools)
+        servers = _mcp_servers(mcp or (), _names(mcp_tools or ()))
         check_upstream_choice(upstream, model_file, local_model)
     except ConfigError as exc:
         fail(err, exc.message)
@@ -154,6 +181,7 @@ def chat(
                     loaded,
                     settings,
                     model,
+                    servers,
                     refresh_models=refresh_models,
                 )
             )
@@ -165,6 +193,27 @@ def chat(
         toolshim_log.removeHandler(handler)
         toolshim_log.propagate = True
     raise typer.Exit(code)
+
+
+def _mcp_servers(texts: Sequence[str], only: Sequence[str]) -> MCPToolset | None:
+    """The ``--mcp`` servers as one toolset (checked here: the SDK, each command line), each
+    offering only the tools named in ``only`` when it is not empty."""
+    if not texts:
+        if only:
+            raise ConfigError("--mcp-tools picks tools of --mcp servers; give --mcp too")
+        return None
+    from toolshim.mcp import MCPToolset, parse_server
+    from toolshim.mcp.toolset import require_sdk
+
+    require_sdk()
+    servers = [parse_server(text) for text in texts]
+    if only:
+        servers = [dataclasses.replace(server, tools=tuple(only)) for server in servers]
+    return MCPToolset(servers)
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 def _prompt_timeout() -> float:
@@ -190,6 +239,7 @@ async def _session(
     tools: list[Tool],
     settings: ChatSettings,
     model: str | None,
+    mcp: MCPToolset | None = None,
     *,
     refresh_models: bool = True,
 ) -> int:
@@ -218,10 +268,16 @@ async def _session(
             except TimeoutError:
                 console.print("[dim](the upstream's model details took too long; skipped)[/]")
         chosen = model or target.model or await _first_model(client)
-        session = ChatSession(engine, tools, make_terminal(console), settings)
-        names = ", ".join(t.name for t in session.tools) or "none"
-        console.print(f"Tools loaded: {names} (/tools for details)")
-        return await session.run(chosen)
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp:
+                console.print(f"Starting {len(mcp.connections)} MCP server(s)…")
+                await stack.enter_async_context(mcp)
+                for warning in mcp.warnings:
+                    console.print(f"[yellow]warning:[/] {escape(warning)}")
+            session = ChatSession(engine, tools, make_terminal(console), settings, mcp=mcp)
+            names = ", ".join(t.name for t in session.all_tools) or "none"
+            console.print(f"Tools loaded: {escape(names)} (/tools for details)")
+            return await session.run(chosen)
     finally:
         await engine.aclose()
 

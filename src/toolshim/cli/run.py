@@ -63,8 +63,9 @@ EPILOG = (
     '    mode = "force"                                      # or use_native_tools = false\n'
     "    max_turns = 6\n\n"
     "Top-level keys: phases, name, description, and model, mode, dialect, max_turns as defaults "
-    "for the phases. Phase keys: name, instructions, tools, model, mode, use_native_tools, "
-    "dialect, max_turns. A tool is a 'module:function' import path or a built-in tool's name "
+    "for the phases, and mcp: MCP servers (\\[\\[mcp]] tables with command or url) whose tools "
+    "every phase may call. Phase keys: name, instructions, tools, model, mode, "
+    "use_native_tools, dialect, max_turns, mcp. A tool is a 'module:function' import path or a built-in tool's name "
     "(calculate, convert_units, current_time). Seed 002's cascade files load as they are: "
     "'cascade_id' is read as 'name' and 'tackle' as 'tools'. A phase that answers with nothing "
     "fails the run, since the next phase would get an empty message. "
@@ -221,7 +222,8 @@ class _Report:
     def event(self, phase: PhaseSpec, number: int, event: AgentEvent) -> None:
         out = self.console
         if isinstance(event, TurnStarted) and event.turn == 1:
-            tools = ", ".join(t.name for t in phase.tools) or "no tools"
+            names = [t.name for t in phase.tools] + [f"MCP {s.label}" for s in phase.mcp]
+            tools = ", ".join(names) or "no tools"
             out.rule(f"phase {number}/{self.phases}: {escape(phase.name)} ({escape(tools)})")
             if self.verbose:
                 out.print("[bold]turn 1[/]")

@@ -217,6 +217,16 @@ def serve(
         ),
     ] = None,
     admin_keys: AdminKeysOption = "",
+    mcp_allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp-allow",
+            help="URL prefix of MCP servers the proxy may reach to run a Responses request's "
+            "hosted mcp tools itself, for any model (repeatable; needs toolshim[mcp]). Others "
+            "are dropped with a warning, never reached.",
+            show_default=False,
+        ),
+    ] = None,
     allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -319,6 +329,10 @@ def serve(
         aliases = parse_model_aliases(model_alias or ())
         keys = AccessKeys.load(auth_keys) if auth_keys is not None else None
         admins = admin_names(admin_keys, keys)
+        if mcp_allow:
+            from toolshim.mcp.toolset import require_sdk
+
+            require_sdk()
         limits = Limits(
             max_body_bytes=parse_size(max_body_size, "--max-body-size"),
             header_timeout=header_timeout,
@@ -387,6 +401,7 @@ def serve(
                 limits=limits,
                 auth_keys=keys,
                 admin_keys=admins,
+                mcp_allow=tuple(mcp_allow or ()),
             )
             _banner(host, sock.getsockname()[1], target, engine.options.mode.value, keys)
             for alias in aliases:

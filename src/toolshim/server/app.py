@@ -71,6 +71,7 @@ def create_app(
     limits: Limits | None = None,
     auth_keys: AccessKeys | None = None,
     admin_keys: Collection[str] = (),
+    mcp_allow: Sequence[str] = (),
 ) -> ProxyApp:
     """The OpenAI-compatible proxy in front of ``engine``'s upstream, as an ASGI app.
 
@@ -85,6 +86,8 @@ def create_app(
     ``/healthz`` needs one of the keys, and the caller's key is never forwarded upstream;
     ``/metrics`` shows per-key series to the keys named in ``admin_keys`` only, and
     ``/healthz`` the upstream's address only to a caller with a key (when there are keys).
+    ``mcp_allow`` lists the URL prefixes of the MCP servers the proxy may reach to run a
+    Responses request's ``mcp`` tools itself (:mod:`toolshim.server.hosted_mcp`).
     """
     metrics = metrics or Metrics()
     if not isinstance(engine.upstream, ObservedUpstream):
@@ -97,6 +100,7 @@ def create_app(
         context_hint=context_hint,
         health_timeout=health_timeout,
         limits=limits or Limits(),
+        mcp_allow=tuple(mcp_allow),
     )
     endpoints = _Endpoints(
         engine, metrics, settings, keyed=auth_keys is not None, admins=frozenset(admin_keys)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ from toolshim.server.asgi import (
     send_json,
 )
 from toolshim.server.guard import KEY_NAME, cut_by_drain
+from toolshim.server.hosted_mcp import PROTOCOLS as HOSTED
+from toolshim.server.hosted_mcp import HostedTurn, run_hosted
 from toolshim.server.limits import Limits
 from toolshim.server.metrics import Metrics
 from toolshim.server.model_aliases import ModelAlias, resolve_model
@@ -74,6 +76,9 @@ class ServerSettings:
     """Seconds ``/healthz`` waits for the upstream."""
     limits: Limits = field(default_factory=Limits)
     """Sizes, counts and deadlines every request is held to."""
+    mcp_allow: tuple[str, ...] = ()
+    """URL prefixes of the MCP servers a Responses request's ``mcp`` tools may reach (the
+    proxy runs those itself; see :mod:`toolshim.server.hosted_mcp`)."""
 
     def choose_model(self, payload: dict[str, Any]) -> None:
         """Set the request's ``model`` to the one that serves it (pinned, alias, default)."""
@@ -121,21 +126,38 @@ class ProtocolEndpoint:
             self.settings.limits.check_payload(payload)
             self.settings.choose_model(payload)
             stream = wants_stream(payload.get("stream"))  # (for the log of a bad request)
+            protocol = HOSTED.get(self.codec.name) if self.settings.mcp_allow else None
+            hosted = protocol.take(payload, self.settings.mcp_allow) if protocol else None
             decoded = self.codec.decode(payload)
             request, capped = self.settings.limits.bound_request(decoded.request)
+            warnings = (*decoded.warnings, *capped, *(hosted.warnings if hosted else ()))
             overrides = {**decoded.overrides, **overrides}
             stream = request.stream
-            answer = self.engine.answer(
-                request,
-                headers=forwarded_headers(headers, self.settings.upstream_api_key),
-                warnings=(*decoded.warnings, *capped),
-                **overrides,
-            )
-            if stream:
-                await self._stream(receive, send, answer, payload, overrides, started)
-                return
-            async with DisconnectGuard(receive) as guard:
-                completion = await answer.complete()
+            upstream_headers = forwarded_headers(headers, self.settings.upstream_api_key)
+            turn: HostedTurn | None = None
+            if hosted is not None and hosted.servers:
+                async with DisconnectGuard(receive) as guard:
+                    turn = await run_hosted(
+                        self.engine,
+                        request,
+                        hosted.servers,
+                        approvals=hosted.approvals,
+                        headers=upstream_headers,
+                        warnings=warnings,
+                        overrides=overrides,
+                        max_tools=self.settings.limits.max_tools,
+                    )
+                    completion, request = turn.completion, turn.request
+            else:
+                answer = self.engine.answer(
+                    request, headers=upstream_headers, warnings=warnings, **overrides
+                )
+                if stream:
+                    await self._stream(receive, send, answer, payload, overrides, started)
+                    return
+                async with DisconnectGuard(receive) as guard:
+                    completion = await answer.complete()
+                request = answer.request
         except Exception as exc:
             await self._failed(send, exc, payload, overrides, started, stream)
             return
@@ -144,11 +166,27 @@ class ProtocolEndpoint:
             return
         meta = completion.meta
         outcome = "tool_calls" if completion.tool_calls else "text"
-        data = self.codec.encode(completion, answer.request)
+        data = self.codec.encode(completion, request)
+        if turn is not None and protocol is not None:
+            protocol.write(turn, data)
+            if stream:  # the loop's finished answer, replayed as the protocol's events
+                await self._replay(receive, send, protocol.replay(data), meta)
+                self._finish(payload, overrides, outcome, meta, started, 200, True, completion)
+                return
         await send_json(send, 200, data, [(EMULATED_HEADER, emulated_value(meta))])
         self._finish(payload, overrides, outcome, meta, started, 200, False, completion)
 
     # -- streaming ----------------------------------------------------------------------------
+
+    async def _replay(
+        self, receive: Receive, send: Send, events: Iterable[bytes], meta: Metadata | None
+    ) -> None:
+        async def each() -> AsyncGenerator[bytes, None]:
+            for data in events:
+                yield data
+
+        headers = [(EMULATED_HEADER, emulated_value(meta))]
+        await SSEResponse(each(), headers=headers)(receive, send)
 
     async def _stream(
         self,

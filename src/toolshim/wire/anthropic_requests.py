@@ -127,7 +127,7 @@ def _messages(raw: Any) -> list[Message]:
             raise _bad(f"{param}.content must be a string or a list of blocks", param)
         where = f"{param}.content"
         if role == "assistant":
-            out.append(_assistant(content, where))
+            out.extend(_assistant(content, where))
             continue
         results: list[Message] = []
         parts: list[dict[str, Any]] = []
@@ -144,27 +144,45 @@ def _messages(raw: Any) -> list[Message]:
     return out
 
 
-def _assistant(blocks: list[Any], param: str) -> Message:
+def _assistant(blocks: list[Any], param: str) -> list[Message]:
+    """An assistant message; the ``mcp_tool_use``/``mcp_tool_result`` pairs of a hosted MCP
+    answer (see :mod:`toolshim.server.hosted_mcp`) split it into the call, its result as a
+    ``role=tool`` message, and what was said after it."""
+    out: list[Message] = []
     texts: list[str] = []
     calls: list[ToolCall] = []
+
+    def said() -> None:
+        if texts or calls:
+            text = "".join(texts)
+            out.append(
+                Message("assistant", text or (None if calls else ""), tool_calls=tuple(calls))
+            )
+            texts.clear()
+            calls.clear()
+
     for j, block in enumerate(blocks):
         where = f"{param}.{j}"
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind == "text":
             texts.append(str(block.get("text") or ""))
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "mcp_tool_use"):
             name, call_id = block.get("name"), block.get("id")
             if not isinstance(name, str) or not isinstance(call_id, str):
-                raise _bad(f"{where}: a tool_use block needs an id and a name", where)
+                raise _bad(f"{where}: a {kind} block needs an id and a name", where)
             calls.append(
                 ToolCall(call_id, name, json.dumps(block.get("input") or {}, ensure_ascii=False))
             )
+        elif kind == "mcp_tool_result":
+            said()
+            result, _ = _tool_result(block, where)
+            out.append(result)
         elif kind in ("thinking", "redacted_thinking"):
             continue
         else:
             raise _bad(f"{where}: an assistant message cannot hold a {kind!r} block", where)
-    text = "".join(texts)
-    return Message("assistant", text or (None if calls else ""), tool_calls=tuple(calls))
+    said()
+    return out or [Message("assistant", "")]
 
 
 def _tools(raw: Any) -> tuple[tuple[ToolSpec, ...], tuple[str, ...]]:

@@ -56,7 +56,7 @@ __all__ = [
 
 
 _ROLES = frozenset({"user", "system", "developer", "assistant"})
-_DROPPED_ITEM_TYPES = frozenset({"reasoning"})
+_DROPPED_ITEM_TYPES = frozenset({"reasoning", "mcp_list_tools"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 _UPSTREAM_FIELDS = ("temperature", "top_p")
 
@@ -288,6 +288,16 @@ def _messages(
                     name=name if isinstance(name, str) else None,
                 )
             )
+        elif kind == "mcp_call":  # a hosted MCP call the proxy ran: the call, then its result
+            call = ToolCall(
+                _string(item, "id", where),
+                _string(item, "name", where),
+                str(item.get("arguments") or "{}"),
+            )
+            out.append(Message("assistant", None, (call,)))
+            error = item.get("error")
+            text = str(item.get("output") or "") if not error else f"Error: {_error_text(error)}"
+            out.append(Message("tool", text, tool_call_id=call.id, name=call.name))
         elif kind == "item_reference":
             raise InvalidRequestError(
                 f"{where}: item_reference is not supported by toolshim; send the item itself, "
@@ -311,6 +321,17 @@ def _messages(
             "not serve"
         )
     return out
+
+
+def _error_text(error: Any) -> str:
+    """An ``mcp_call`` item's error (a string, or an object with a message or text content)."""
+    if isinstance(error, Mapping):
+        if isinstance(error.get("message"), str):
+            return str(error["message"])
+        content = error.get("content")
+        if isinstance(content, list):
+            return " ".join(str(c.get("text", "")) for c in content if isinstance(c, Mapping))
+    return str(error)
 
 
 def _message(item: Mapping[str, Any], where: str) -> Message:

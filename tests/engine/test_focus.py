@@ -426,3 +426,21 @@ def test_a_change_counts_as_made_by_a_writing_tool_or_a_writing_command() -> Non
     assert _changes("exec_command", '{"cmd": "sed -i s/a/b/ f.py"}')
     assert not _changes("Bash", '{"command": "wc -l data.txt 2>&1"}')
     assert not _changes("Read", '{"file_path": "x"}')
+
+
+async def test_a_first_answer_in_text_to_a_change_request_is_opened_as_a_call() -> None:
+    """Through Codex the 1.5B answered "create greeting.txt" with Python, not a call."""
+    seen: list[dict[str, Any]] = []
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    upstream = FunctionUpstream(
+        prefilling(
+            '[open("greeting.txt", "w").write("hi")]',
+            'exec_command(cmd="echo hi > greeting.txt")]',
+            seen,
+        )
+    )
+    completion = await coding_engine(upstream).acomplete(request([shell, tool("get_goal")]))
+    (call,) = completion.message.tool_calls
+    assert call.name == "exec_command"
+    assert json.loads(call.arguments) == {"cmd": "echo hi > greeting.txt"}

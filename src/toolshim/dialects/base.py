@@ -59,11 +59,14 @@ class Dialect(ABC):
         None: the format cannot be continued that way (see :mod:`toolshim.engine.more_calls`)."""
         return None
 
-    def call_opening(self) -> str | None:
+    def call_opening(self, name: str | None = None) -> str | None:
         """The text a reply that makes a call opens with, to hand a model its reply opened as
-        a call (:mod:`toolshim.engine.next_step`); None when the format has no such opening."""
+        a call (:mod:`toolshim.engine.next_step`); with ``name``, opened as a call of that tool
+        up to its arguments. None when the format has no such opening."""
         opening = self.continuation(())
-        return opening[0] if opening else None
+        if opening is None:
+            return None
+        return opening[0] + (f'{name}"' if name is not None else "")
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
         """A tool's result, as the text of a user message."""

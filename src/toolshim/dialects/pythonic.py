@@ -74,8 +74,8 @@ class PythonicDialect(Dialect):
             )
         return "\n".join(lines).strip()
 
-    def call_opening(self) -> str | None:
-        return "["
+    def call_opening(self, name: str | None = None) -> str | None:
+        return "[" if name is None else f"[{name}("
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         values = [(c.name, call_arguments(c)) for c in calls]

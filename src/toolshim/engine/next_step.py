@@ -5,7 +5,8 @@ is "tiny-widget".") where the next step is a call that writes it.
 When a coding agent's turn (:attr:`~toolshim.engine.turn.Turn.one_step`) ends in a text answer
 (before any call, or after results), the user's request asks for a change (write, create, fix, edit, …) and no call
 since the request has made one, the model's reply is handed back to it opened as a call
-(:meth:`~toolshim.dialects.base.Dialect.call_opening`: ``[`` in pythonic), on an upstream that
+(:meth:`~toolshim.dialects.base.Dialect.call_opening`: ``[`` in pythonic, ``[exec_command(``
+when that is the one tool), on an upstream that
 continues an assistant message (llama.cpp does). The call it writes there is returned instead
 of the text when it is valid and is not one whose result the conversation already holds;
 otherwise the text answer stands. One more request, bounded in tokens; asked once a turn.
@@ -94,7 +95,9 @@ async def next_step(
     """The call the model writes when its reply is opened as one, or None (see the module
     docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
     upstream body."""
-    prefill = turn.dialect.call_opening()
+    tools = turn.request.function_tools
+    # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
+    prefill = turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
     if prefill is None:
         return None
     request = dict(body((*extra, Message("assistant", prefill))))

@@ -444,3 +444,15 @@ async def test_a_first_answer_in_text_to_a_change_request_is_opened_as_a_call() 
     (call,) = completion.message.tool_calls
     assert call.name == "exec_command"
     assert json.loads(call.arguments) == {"cmd": "echo hi > greeting.txt"}
+
+
+async def test_after_results_a_coding_agent_is_told_to_take_the_next_step() -> None:
+    agent = FunctionUpstream(lambda body: "Done.")
+    await coding_engine(agent).acomplete(after_read(FILE_TOOLS))
+    plain = FunctionUpstream(lambda body: "Done.")
+    await Engine(plain, mode="force", dialect="pythonic", registry=Registry()).acomplete(
+        after_read(FILE_TOOLS)
+    )
+    told = agent.history[0]["messages"][-1]["content"]
+    assert "make that call now" in told
+    assert "If they give what is needed, answer now" in plain.history[0]["messages"][-1]["content"]

@@ -82,8 +82,7 @@ async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect:
     last = sent[-1]["content"]
     assert last.startswith("What's the weather in Paris?")
     assert 'You called get_weather(city="Paris"); it returned:\n18°C and sunny in Paris' in last
-    assert "Never repeat a call whose result you already have" in last
-    assert "make that call now" in last  # the next step, when one is still to be done
+    assert "never repeat a call whose result you already have" in last
 
 
 async def test_an_emulated_request_gets_a_default_cap_and_the_dialects_stop_sequence() -> None:

@@ -75,7 +75,7 @@ def emulation_body(
     if text is None and turn.results_in:
         history = fold_results(said, turn.dialect)  # an answer from the results
     else:
-        history = rewrite_history(said, turn.dialect, text)
+        history = rewrite_history(said, turn.dialect, text, agent=turn.one_step)
     messages = (*history, *extra)
     params = dict(request.params)
     if not stream:

@@ -46,11 +46,16 @@ def strip_note() -> str:
 
 
 def rewrite_history(
-    messages: Sequence[Message], dialect: Dialect, instructions: str | None = None
+    messages: Sequence[Message],
+    dialect: Dialect,
+    instructions: str | None = None,
+    *,
+    agent: bool = False,
 ) -> tuple[Message, ...]:
-    """Messages for an upstream without tools (see the module docstring)."""
+    """Messages for an upstream without tools (see the module docstring); ``agent``: a coding
+    agent's turn, told after results to take the next step (:func:`results_note`)."""
     if instructions and _ends_with_results(messages):
-        return fold_results(messages, dialect, instructions)
+        return fold_results(messages, dialect, instructions, agent=agent)
     names = {c.id: c.name for m in messages for c in m.tool_calls}
     system_texts: list[str] = []
     system_extra: dict[str, object] = {}
@@ -129,12 +134,18 @@ def _quoted(text: str) -> str:
     return text
 
 
-def results_note(asked: bool, errors: int = 0) -> str:
-    """What to do once results are in, with tools still offered: the next step if one is
-    still to be done (an agent asked to read a value and write it somewhere must write it,
-    not say it), else the answer. A failed call is not to be made again as it was (the 0.5B
-    repeated Claude Code's ``Edit`` of a file that did not exist until told it had)."""
-    target = "the question" if asked else "the user's request"
+def results_note(asked: bool, errors: int = 0, *, agent: bool = False) -> str:
+    """What to do once results are in, with tools still offered. A coding ``agent`` is told to
+    take the next step if one is still to be done (asked to read a value and write it
+    somewhere, it must write it, not say it), and after a failed call not to make it again as
+    it was (the 0.5B repeated Claude Code's ``Edit`` of a file that did not exist)."""
+    target = "the question" if asked else "the user"
+    if not agent:
+        return (
+            f"Use these results to answer {target}. If they give what is needed, answer now in "
+            "plain words, without a tool call. Call a tool only to get information these "
+            "results do not give, and never repeat a call whose result you already have."
+        )
     failed = (
         "A call failed: do not make it again as it was; change its arguments or use another tool. "
         if errors
@@ -183,7 +194,11 @@ def is_error_result(text: str) -> bool:
 
 
 def fold_results(
-    messages: Sequence[Message], dialect: Dialect, instructions: str | None = None
+    messages: Sequence[Message],
+    dialect: Dialect,
+    instructions: str | None = None,
+    *,
+    agent: bool = False,
 ) -> tuple[Message, ...]:
     """The history with the calls made since the last question and their results folded into
     that question's turn, closed by what to do now: answer with them, or (with tool
@@ -192,7 +207,7 @@ def fold_results(
     index, question = _question(messages)
     after = messages[index + 1 :] if index >= 0 else messages
     if not any(m.role in _RESULT_ROLES for m in after):
-        return rewrite_history(messages, dialect, instructions)
+        return rewrite_history(messages, dialect, instructions, agent=agent)
     calls = {c.id: c for m in after for c in m.tool_calls}
     lines: list[str] = [question.strip()] if question.strip() else []
     for message in after:
@@ -209,12 +224,16 @@ def fold_results(
     results = [m for m in after if m.role in _RESULT_ROLES]
     errors = sum(is_error_result(m.text) for m in results)
     lines.append(
-        results_note(asked, errors)
+        results_note(asked, errors, agent=agent)
         if instructions
         else _closing_without_tools(asked, errors, len(results))
     )
     before = messages[:index] if index > 0 else ()
-    earlier = rewrite_history(before, dialect, instructions) if before or instructions else ()
+    earlier = (
+        rewrite_history(before, dialect, instructions, agent=agent)
+        if before or instructions
+        else ()
+    )
     folded = Message("user", "\n\n".join(lines))
     if index >= 0:
         original = messages[index]

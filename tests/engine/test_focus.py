@@ -456,3 +456,41 @@ async def test_after_results_a_coding_agent_is_told_to_take_the_next_step() -> N
     told = agent.history[0]["messages"][-1]["content"]
     assert "make that call now" in told
     assert "If they give what is needed, answer now" in plain.history[0]["messages"][-1]["content"]
+
+
+async def test_a_path_above_the_working_directory_is_pointed_into_it() -> None:
+    """The 1.5B dropped the working directory's last folder from the path it wrote to."""
+    reply = '[Write(file_path="/tmp/task/greeting.txt", content="hello")]'
+    upstream = FunctionUpstream(lambda body: reply)
+    engine = coding_engine(upstream)
+    body = request(FILE_TOOLS)
+    body["messages"] = [
+        {"role": "system", "content": " - Primary working directory: /tmp/task/work"},
+        {"role": "user", "content": "Create greeting.txt saying hello"},
+    ]
+    completion = await engine.acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert json.loads(call.arguments)["file_path"] == "/tmp/task/work/greeting.txt"
+    assert any("above the working directory" in w for w in completion.meta.warnings)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/tmp/task/work/greeting.txt", "greeting.txt", "/etc/greeting.txt", "/tmp/task/said.txt"],
+)
+def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str) -> None:
+    from toolshim.dialects.calls import ParsedCall
+    from toolshim.engine.focus import repair_paths
+    from toolshim.wire.openai import parse_request
+
+    chat = parse_request(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "Primary working directory: /tmp/task/work"},
+                {"role": "user", "content": "Copy it to /tmp/task/said.txt"},
+            ],
+        }
+    )
+    calls, notes = repair_paths(chat, [ParsedCall("Write", {"file_path": path})])
+    assert calls[0].arguments == {"file_path": path} and notes == []

@@ -29,7 +29,7 @@ from toolshim.engine.call_checks import (
     repeat_problems,
     repeat_stops,
 )
-from toolshim.engine.focus import condense_tools
+from toolshim.engine.focus import condense_tools, repair_paths
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
@@ -133,6 +133,10 @@ def check(
     calls, finish = drop_repeats_in_reply(turn, calls, finish)
     if turn.one_step and not native and len(calls) > 1:
         calls = first_step(turn, calls)
+    if turn.one_step and not native:
+        calls, moved = repair_paths(request, calls)
+        for note in moved:
+            turn.warn(note)
     if not native:
         calls, dropped = drop_undeclared_arguments(calls, request.function_tools)
         for warning in dropped:

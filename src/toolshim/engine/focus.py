@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from toolshim.dialects.calls import ParsedCall
 from toolshim.types import ChatRequest, Message, ToolSpec
 
 __all__ = [
@@ -43,7 +44,9 @@ __all__ = [
     "focus_tools",
     "left_out_warning",
     "parse_offer_tools",
+    "repair_paths",
     "schema_size",
+    "working_directory",
 ]
 
 CODING_TOOLS = (
@@ -270,3 +273,64 @@ def _condensed_schema(schema: Mapping[str, Any], depth: int = 0) -> dict[str, An
         else:
             out[key] = value
     return out
+
+
+_WORKDIR = re.compile(
+    r"(?:primary )?working directory:\s*(/[^\s<]+)|<cwd>\s*(/[^<\s]+)\s*</cwd>", re.IGNORECASE
+)
+_PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filepath", "filename", "file"})
+
+
+def working_directory(request: ChatRequest) -> str | None:
+    """The working directory a coding agent's messages name (Claude Code's "Primary working
+    directory: …", Codex's ``<cwd>…</cwd>``), if any."""
+    for message in request.messages:
+        found = _WORKDIR.search(message.text)
+        if found:
+            return (found.group(1) or found.group(2)).rstrip("/")
+    return None
+
+
+def repair_paths(
+    request: ChatRequest, calls: Sequence[ParsedCall]
+) -> tuple[list[ParsedCall], list[str]]:
+    """Calls whose file path names a file in a folder *above* the working directory, a path
+    nobody wrote, pointed at that file's place in the working directory, and what was changed.
+
+    The 1.5B writes absolute paths that drop the working directory's last folder
+    (``/tmp/task/greeting.txt`` for ``/tmp/task/work``): the file is then written where no one
+    looks, or "does not exist". A path the conversation holds is left as it is."""
+    cwd = working_directory(request)
+    if cwd is None:
+        return list(calls), []
+    said = "\n".join(m.text for m in request.messages)
+    out: list[ParsedCall] = []
+    notes: list[str] = []
+    for call in calls:
+        arguments = call.arguments
+        if call.problem or not isinstance(arguments, Mapping):
+            out.append(call)
+            continue
+        changed = dict(arguments)
+        for key, value in arguments.items():
+            if key.lower() not in _PATH_KEYS or not isinstance(value, str):
+                continue
+            fixed = _under(cwd, value)
+            if fixed is not None and value not in said:
+                changed[key] = fixed
+                notes.append(
+                    f"{call.name}'s {key} {value!r} is above the working directory; "
+                    f"sent as {fixed!r}"
+                )
+        out.append(replace(call, arguments=changed) if changed != arguments else call)
+    return out, notes
+
+
+def _under(cwd: str, path: str) -> str | None:
+    """``path`` moved into ``cwd`` when its folder is an ancestor of ``cwd`` (not the root)."""
+    if not path.startswith("/") or path.startswith(cwd + "/"):
+        return None
+    folder, _, name = path.rpartition("/")
+    if not folder or not name or not cwd.startswith(folder + "/"):
+        return None
+    return f"{cwd}/{name}"

@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.conftest import free_port, start
 from toolshim.testing import FunctionUpstream, Reply, call
+from toolshim.testing.npm import npm_executable
 from toolshim.testing.server import serve_fake
 
 pytestmark = pytest.mark.e2e
@@ -33,28 +34,9 @@ ASK = "Please write the file hello.txt with the Bash tool."
 @pytest.fixture(scope="session")
 def claude() -> Path:
     """The ``claude`` executable of the pinned Claude Code, installed once into the cache."""
-    npm = shutil.which("npm")
-    if npm is None:
+    if shutil.which("npm") is None:
         pytest.skip("npm is not installed (Claude Code comes from npm)")
-    cache = Path(os.environ.get("TOOLSHIM_TEST_CACHE") or Path.home() / ".cache" / "toolshim-tests")
-    folder = cache / f"claude-code-{CLAUDE_CODE_VERSION}"
-    executable = folder / "node_modules" / ".bin" / "claude"
-    if not executable.exists():
-        staging = cache / f"claude-code-{CLAUDE_CODE_VERSION}.{os.getpid()}.partial"
-        staging.mkdir(parents=True, exist_ok=True)
-        package = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
-        result = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), package],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert result.returncode == 0, f"npm install {package} failed:\n{result.stderr[-3000:]}"
-        if not executable.exists():
-            staging.rename(folder)
-        else:  # (another run installed it meanwhile)
-            shutil.rmtree(staging)
-    return executable
+    return npm_executable("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude")
 
 
 def _script(target: Path, *, native: bool) -> Any:

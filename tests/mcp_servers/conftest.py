@@ -5,7 +5,6 @@ cache (``TOOLSHIM_TEST_CACHE``, default ``~/.cache/toolshim-tests``)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from tests.e2e.conftest import (  # the scripted upstream process and `toolshim 
     serve,  # noqa: F401
 )
 from toolshim.mcp import MCPStdio
+from toolshim.testing.npm import npm_executable
 
 pytest.importorskip("mcp")
 
@@ -78,28 +78,11 @@ def filesystem_server() -> Path:
 def install_filesystem_server() -> Path:
     """Install the pinned filesystem server into the test cache once; its executable (the
     test is skipped where npm is missing)."""
-    npm = shutil.which("npm")
-    if npm is None:
+    if shutil.which("npm") is None:
         pytest.skip("npm is not installed (the filesystem server comes from npm)")
-    cache = Path(os.environ.get("TOOLSHIM_TEST_CACHE") or Path.home() / ".cache" / "toolshim-tests")
-    folder = cache / f"server-filesystem-{FILESYSTEM_VERSION}"
-    executable = folder / "node_modules" / ".bin" / "mcp-server-filesystem"
-    if not executable.exists():
-        staging = cache / f"server-filesystem-{FILESYSTEM_VERSION}.{os.getpid()}.partial"
-        staging.mkdir(parents=True, exist_ok=True)
-        package = f"@modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"
-        result = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), package],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert result.returncode == 0, f"npm install {package} failed:\n{result.stderr[-3000:]}"
-        if not executable.exists():
-            staging.rename(folder)
-        else:
-            shutil.rmtree(staging)
-    return executable
+    return npm_executable(
+        "@modelcontextprotocol/server-filesystem", FILESYSTEM_VERSION, "mcp-server-filesystem"
+    )
 
 
 @pytest.fixture

@@ -55,7 +55,14 @@ from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError
 from toolshim.types import Message, Strategy, ToolCall
 
-__all__ = ["MAX_CALLS", "another_tool_asked_for", "continues", "more_calls", "new_said_value"]
+__all__ = [
+    "MAX_CALLS",
+    "another_tool_asked_for",
+    "continues",
+    "more_calls",
+    "new_said_value",
+    "valid_call",
+]
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +166,7 @@ async def more_calls(
         parsed = turn.dialect.parse(start + text, turn.request.function_tools, markup=turn.markup)
         if not parsed.calls:
             break
-        call = _valid(turn, parsed.calls[0])
+        call = valid_call(turn, parsed.calls[0])
         if call is None or not (
             new_said_value(call, found, said) or another_tool_asked_for(call, found, said)
         ):
@@ -170,7 +177,9 @@ async def more_calls(
     return found
 
 
-def _valid(turn: Turn, call: ParsedCall) -> ParsedCall | None:
+def valid_call(turn: Turn, call: ParsedCall) -> ParsedCall | None:
+    """``call`` checked alone against the turn's tools (undeclared arguments dropped, schema,
+    placeholders), or None."""
     tools = turn.request.function_tools
     kept, _ = drop_undeclared_arguments([call], tools)
     verdict = validate_calls(kept, tools, turn.request.choice, parallel=True, max_calls=None)

@@ -24,10 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.arguments import drop_undeclared_arguments
-from toolshim.engine.call_checks import placeholder_problems
+from toolshim.engine.more_calls import valid_call
 from toolshim.engine.turn import Turn, call_key
-from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
 
@@ -115,17 +113,8 @@ async def next_step(
     parsed = turn.dialect.parse(prefill + text, turn.request.function_tools, markup=turn.markup)
     if not parsed.calls:
         return None
-    call = _valid(turn, parsed.calls[0])
+    call = valid_call(turn, parsed.calls[0])
     if call is None or call_key(call.name, call.arguments_json) in turn.answered_results:
         return None
     turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")
     return call
-
-
-def _valid(turn: Turn, call: ParsedCall) -> ParsedCall | None:
-    tools = turn.request.function_tools
-    kept, _ = drop_undeclared_arguments([call], tools)
-    verdict = validate_calls(kept, tools, turn.request.choice, parallel=True, max_calls=None)
-    if not verdict.ok or len(verdict.calls) != 1 or placeholder_problems(verdict.calls, tools):
-        return None
-    return verdict.calls[0]

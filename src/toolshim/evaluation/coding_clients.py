@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from toolshim.errors import ConfigError
+from toolshim.testing.npm import npm_cache, npm_executable
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
@@ -26,17 +25,12 @@ __all__ = [
     "CODEX_VERSION",
     "ClientRun",
     "CodingClient",
-    "client_cache",
     "get_client",
 ]
 
 CLAUDE_CODE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
 ClientName = Literal["claude", "codex"]
-
-
-def client_cache() -> Path:
-    return Path(os.environ.get("TOOLSHIM_TEST_CACHE") or Path.home() / ".cache/toolshim-tests")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,37 +53,16 @@ class CodingClient:
     protocol: Literal["messages", "responses"]
 
     @property
-    def folder(self) -> Path:
-        return client_cache() / f"{self.package.rsplit('/', 1)[-1]}-{self.version}"
-
-    @property
     def executable(self) -> Path:
-        return self.folder / "node_modules" / ".bin" / self.binary
+        return (
+            npm_cache()
+            / f"{self.package.rsplit('/', 1)[-1]}-{self.version}"
+            / (f"node_modules/.bin/{self.binary}")
+        )
 
     def install(self) -> Path:
         """The client's executable, installed with npm on first use (ConfigError without npm)."""
-        if self.executable.exists():
-            return self.executable
-        npm = shutil.which("npm")
-        if npm is None:
-            raise ConfigError(f"npm is not installed; {self.package} comes from the npm registry")
-        staging = self.folder.with_name(f"{self.folder.name}.{os.getpid()}.partial")
-        staging.mkdir(parents=True, exist_ok=True)
-        spec = f"{self.package}@{self.version}"
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), spec],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise ConfigError(f"npm install {spec} failed: {done.stderr.strip()[-500:]}")
-        if not self.executable.exists():
-            staging.rename(self.folder)
-        else:
-            shutil.rmtree(staging, ignore_errors=True)
-        return self.executable
+        return npm_executable(self.package, self.version, self.binary)
 
     def command(
         self, prompt: str, *, base_url: str, model: str, home: Path, max_turns: int

@@ -64,7 +64,8 @@ served (it is assembled on first use): the default qwen2.5-coder-0.5b, or --loca
 qwen2.5-coder-1.5b, at the context it was trained for (--ctx-size).
 
 Endpoints: POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic: Claude Code),
-POST /v1/responses (OpenAI Responses: Codex CLI), GET /v1/models, GET /healthz, GET /metrics.
+POST /v1/responses (OpenAI Responses: Codex CLI) with GET and DELETE /v1/responses/{id},
+GET /v1/models and /v1/models/{id}, GET /healthz, GET /metrics.
 
 Per request, a `toolshim` object in the body ({"mode", "strategy", "dialect", "max_reasks",
 "constrain"}) or the headers x-toolshim-mode / -strategy / -dialect / -max-reasks override

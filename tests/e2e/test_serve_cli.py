@@ -109,7 +109,7 @@ def test_without_xllamacpp_the_embedded_model_says_how_to_install_it(tmp_path: P
     assert result.returncode == 2, result
     assert "Traceback" not in result.stderr
     progress, error, hint = result.stderr.splitlines()
-    assert progress == "starting the embedded model model.gguf (ctx 8192) …"
+    assert progress == "starting the embedded model model.gguf (ctx 32768) …"  # the trained context
     assert error.startswith("error: the embedded model needs xllamacpp")
     assert error.endswith("pip install 'toolshim[local]'")
     assert hint.startswith("hint: or pass --upstream URL")

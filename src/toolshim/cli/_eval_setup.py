@@ -59,12 +59,13 @@ def upstream_for_eval(
     url: str | None,
     model_file: Path | None,
     local_model: str | None,
-    ctx_size: int,
+    ctx_size: int | None,
     threads: int | None,
     parallel: int = 1,
 ) -> Iterator[tuple[str, str | None, dict[str, Any], Callable[[Registry], object] | None]]:
     """Yield (base URL, model name or None, description, the recorder of the upstream's own
-    facts or None); start the embedded model if asked."""
+    facts or None); start the embedded model if asked, with ``ctx_size`` a slot (None: what
+    the model was trained for)."""
     if url and (model_file or local_model):
         raise ConfigError("give either --upstream or --model-file/--local-model, not both")
     if url:
@@ -72,6 +73,7 @@ def upstream_for_eval(
         return
     try:
         from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
+        from toolshim.local.model import embedded_context
     except ImportError as exc:
         raise ConfigError(
             f"no --upstream given and the embedded model is unavailable ({exc}); pass "
@@ -86,6 +88,7 @@ def upstream_for_eval(
         path = ensure_model(local_model, progress=True)
     else:
         path = ensure_default_model(progress=True)
+    ctx_size = ctx_size or embedded_context(path)
     # Each of the ``parallel`` request slots gets ``ctx_size`` of context.
     server = EmbeddedServer(path, ctx_size=ctx_size * parallel, threads=threads, parallel=parallel)
     err_console.print(

@@ -82,7 +82,6 @@ def run_coding_suite(
     for client in chosen:
         err_console.print(f"[dim]{client.package}@{client.version}: {client.install()}[/]")
     from toolshim.cli.serve import EMBEDDED_OFFER
-    from toolshim.local.model import embedded_context
 
     if upstream is None:  # as `toolshim serve` serves the embedded model
         serve_options = {"offer_tools": EMBEDDED_OFFER, **serve_options}
@@ -91,19 +90,10 @@ def run_coding_suite(
         stack.enter_context(sigterm_as_interrupt())
         if keep is not None:
             _log_to(keep / "toolshim.log", stack)
-        context = ctx_size
-        if context is None and upstream is None:
-            from toolshim.local import ensure_default_model, ensure_model
-
-            path = model_file or (
-                ensure_model(local_model, progress=True)
-                if local_model
-                else ensure_default_model(progress=True)
-            )
-            context = embedded_context(path)
         base_url, model, described, record_facts = stack.enter_context(
-            upstream_for_eval(upstream, model_file, local_model, context or 32768, threads)
+            upstream_for_eval(upstream, model_file, local_model, ctx_size, threads)
         )
+        context = described.get("ctx_size", ctx_size)
         root = base_url.rstrip("/").removesuffix("/v1")
         back = Recorder(root)
         back_server = stack.enter_context(serve_app(back.app()))

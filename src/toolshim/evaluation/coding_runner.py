@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -189,7 +189,7 @@ class CodingRunner:
         calls = [e for e in back if e.method == "POST" and _is_turn(e.path)]
         warnings = [str(w) for e in turns for w in e.toolshim.get("warnings", ()) or ()]
         errors = [e.error for e in [*turns, *calls] if e.error]
-        tool_calls = _tool_calls(turns)
+        tool_calls = max(0, len(turns) - 1)  # a client sends its next turn with results
         prompt = [e.prompt_tokens or 0 for e in calls]
         cached = [e.cached_tokens or 0 for e in calls]
         failure = classify_failure(
@@ -228,13 +228,6 @@ class CodingRunner:
 
 def _is_turn(path: str) -> bool:
     return path.rstrip("/").endswith(("/messages", "/responses", "/chat/completions"))
-
-
-def _tool_calls(turns: Sequence[Exchange]) -> int:
-    """Tool calls the model made: each turn after the first answers one round of calls (a
-    client sends its next turn only with results); counted from toolshim's metadata when it
-    says so."""
-    return max(0, len(turns) - 1)
 
 
 def _run(
@@ -352,6 +345,3 @@ class ServedThread:
         self._server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
-
-
-Progress = Callable[[CodingRecord], None]

@@ -8,13 +8,17 @@ from typing import Annotated
 import typer
 
 __all__ = [
+    "BriefSystemOption",
+    "CompactToolsOption",
     "ConnectTimeoutOption",
     "CtxSizeOption",
     "DefaultMaxTokensOption",
     "DialectOption",
     "LocalModelOption",
     "ModeOption",
+    "ModelAliasOption",
     "ModelFileOption",
+    "OfferToolsOption",
     "RegistryOption",
     "StrategyOption",
     "TemperatureOption",
@@ -170,6 +174,55 @@ TemperatureOption = Annotated[
         "--temperature",
         help="Sampling temperature sent with every request "
         "\\[none sent: the upstream's default; the embedded model's is 0].",
+        show_default=False,
+    ),
+]
+ModelAliasOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model-alias",
+        envvar="TOOLSHIM_MODEL_ALIAS",
+        help="PATTERN=MODEL (repeatable): a request for a model matching the shell-style "
+        "PATTERN goes to MODEL, e.g. 'claude-*=qwen2.5-coder:7b' for Claude Code in front "
+        "of Ollama. The first match wins; the embedded model serves every name already.",
+        show_default=False,
+    ),
+]
+OfferToolsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--offer-tools",
+        envvar="TOOLSHIM_OFFER_TOOLS",
+        help="Comma-separated tool names (shell patterns too) to offer the model when a "
+        "request has any of them; the rest are left out and named in the `toolshim` "
+        "warnings. `coding` stands for the tools coding agents read, write, edit and run "
+        "with (Claude Code's Bash, Read, Write, Edit, Glob, Grep; Codex's exec_command, "
+        "apply_patch; …); `all` offers every tool \\[default: coding on the embedded "
+        "model, all in front of an upstream].",
+        show_default=False,
+    ),
+]
+CompactToolsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--compact-tools/--full-tools",
+        envvar="TOOLSHIM_COMPACT_TOOLS",
+        help="Describe emulated tools condensed (a description's first sentences, each "
+        "parameter's first) or in full \\[default: condensed when the request's schemas "
+        "are over 8,000 characters, as Claude Code's are]. Calls are checked against the "
+        "full schemas either way.",
+        show_default=False,
+    ),
+]
+BriefSystemOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--brief-system/--full-system",
+        envvar="TOOLSHIM_BRIEF_SYSTEM",
+        help="Replace the client's system prompt with a short brief for a small model, "
+        "keeping its environment lines (working directory, platform, date), or send it in "
+        "full \\[default: brief where --offer-tools left tools out, so Claude Code's "
+        "16,000 characters of instructions do not reach a 0.5B model; full elsewhere].",
         show_default=False,
     ),
 ]

@@ -23,6 +23,9 @@ from toolshim.server.limits import LimitLog, Limits
 
 __all__ = ["guarded_protocol", "raw_error_response"]
 
+LINGER = 2.0
+"""Seconds a refused connection keeps reading (and discarding) after its answer is sent."""
+
 
 def raw_error_response(error: LimitExceededError) -> bytes:
     """A complete HTTP/1.1 answer carrying ``error``'s OpenAI body, closing the connection."""
@@ -63,12 +66,15 @@ def guarded_protocol(limits: Limits, limit_log: LimitLog) -> type[asyncio.Protoc
                         limit="connections",
                         status=503,
                         retry_after="1",
-                    )
+                    ),
+                    linger=False,
                 )
                 return
             self._await_headers()
 
         def data_received(self, data: bytes) -> None:
+            if self._rejected:
+                return  # answered and closing: what the client still sends is discarded
             super().data_received(data)
             if self in waiting and not self._rejected:
                 self._header_bytes += len(data)
@@ -139,13 +145,22 @@ def guarded_protocol(limits: Limits, limit_log: LimitLog) -> type[asyncio.Protoc
                 )
             )
 
-        def _refuse(self, error: LimitExceededError) -> None:
-            """Answer ``error`` and close, without starting the app."""
+        def _refuse(self, error: LimitExceededError, *, linger: bool = True) -> None:
+            """Answer ``error`` and close, without starting the app; ``linger=False`` where
+            the point is to free the descriptor at once (the connection cap)."""
             self._rejected = True
             self._stop_waiting()
             idle.pop(self, None)
-            if not self.transport.is_closing():
-                self.transport.write(raw_error_response(error))
+            if self.transport.is_closing():
+                return
+            self.transport.write(raw_error_response(error))
+            if linger and self.transport.can_write_eof():
+                # A lingering close: closing with the client's bytes unread would reset the
+                # connection, and a reset can destroy the answer before the client reads it
+                # (a client still sending oversized headers would see a broken pipe, not a 431).
+                self.transport.write_eof()
+                self.loop.call_later(LINGER, self.transport.close)
+            else:
                 self.transport.close()
 
         def _evict(self) -> None:
@@ -162,7 +177,8 @@ def guarded_protocol(limits: Limits, limit_log: LimitLog) -> type[asyncio.Protoc
                     "complete request",
                     limit="connections",
                     status=408,
-                )
+                ),
+                linger=False,
             )
 
     def _make_room(newcomer: GuardedProtocol) -> bool:

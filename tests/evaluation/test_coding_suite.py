@@ -202,13 +202,14 @@ def test_the_summary_counts_passes_medians_and_cache_reuse() -> None:
     assert row["failures"] == {"wrong_result": 1}
 
 
-def test_the_recorder_passes_answers_through_and_reads_their_cost() -> None:
+def test_the_recorder_passes_answers_through_and_reads_their_cost(tmp_path: Path) -> None:
     def reply(body: dict[str, Any]) -> Any:
         return "hello"
 
+    transcript = tmp_path / "upstream.jsonl"
     with serve_fake(FunctionUpstream(reply)) as fake:
         root = fake.base_url.removesuffix("/v1")
-        recorder = Recorder(root)
+        recorder = Recorder(root, transcript=transcript)
         with serve_app(recorder.app()) as front:
             url = f"http://127.0.0.1:{front.port}/v1/chat/completions"
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -218,6 +219,9 @@ def test_the_recorder_passes_answers_through_and_reads_their_cost() -> None:
     assert "data: [DONE]" in streamed.text
     assert [e.path for e in recorder.exchanges] == ["/v1/chat/completions"] * 2
     assert all(e.status == 200 and e.model == "m" for e in recorder.exchanges)
+    lines = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert [json.loads(line["request"])["messages"][0]["content"] for line in lines] == ["hi"] * 2
+    assert '"hello"' in lines[0]["answer"] and "data: [DONE]" in lines[1]["answer"]
 
 
 def test_the_recorder_reads_llama_server_timings_and_toolshim_metadata() -> None:

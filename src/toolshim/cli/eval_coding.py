@@ -95,7 +95,7 @@ def run_coding_suite(
         )
         context = described.get("ctx_size", ctx_size)
         root = base_url.rstrip("/").removesuffix("/v1")
-        back = Recorder(root)
+        back = Recorder(root, transcript=keep / "upstream.jsonl" if keep is not None else None)
         back_server = stack.enter_context(serve_app(back.app()))
         proxy_front: Recorder | None = None
         proxy_url = ""

@@ -13,6 +13,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -68,11 +69,14 @@ class Exchange:
 
 class Recorder:
     """``Recorder(target).app()`` forwards ``/…`` to ``target`` (a root URL, no ``/v1``) and
-    appends an :class:`Exchange` to :attr:`exchanges` for each request."""
+    appends an :class:`Exchange` to :attr:`exchanges` for each request; with ``transcript``,
+    each request's body and its answer's bytes are appended to that JSON-lines file too (what
+    a model was really asked, for reading a failure afterwards)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, transcript: Path | None = None) -> None:
         self.target = target.rstrip("/")
         self.exchanges: list[Exchange] = []
+        self.transcript = transcript
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024 * 1024)
@@ -120,6 +124,20 @@ class Recorder:
         finally:
             exchange.seconds = time.monotonic() - exchange.started
             _read_answer(exchange, bytes(seen))
+            if self.transcript is not None:
+                self._write_transcript(exchange, body, bytes(seen))
+
+    def _write_transcript(self, exchange: Exchange, body: bytes, answer: bytes) -> None:
+        line = {
+            "path": exchange.path,
+            "status": exchange.status,
+            "seconds": round(exchange.seconds, 3),
+            "request": body.decode("utf-8", "replace"),
+            "answer": answer.decode("utf-8", "replace"),
+        }
+        assert self.transcript is not None
+        with self.transcript.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
 
 
 def _model_of(body: bytes) -> str | None:

@@ -210,6 +210,81 @@ async def test_a_coding_agents_turn_takes_the_first_step_of_a_chain() -> None:
     assert (await unfocused.acomplete(body)).meta.reasks > 0
 
 
+async def test_a_coding_agents_plan_keeps_the_calls_that_need_no_result() -> None:
+    """The 1.5B's plan for "change the version in VERSION and setup.cfg": two reads and two
+    edits whose values the request holds go out together; a write of a value nobody said
+    (it needs a result) and everything after it wait."""
+    path = {"type": "string"}
+    tools = [
+        tool("Agent", prompt=path),  # left out: a small model's coding-agent turn
+        tool("Read", file_path=path),
+        tool("Edit", file_path=path, old_string=path, new_string=path),
+        tool("Write", file_path=path, content=path),
+    ]
+    for spec in tools:
+        props = spec["function"]["parameters"]["properties"]
+        spec["function"]["parameters"]["required"] = list(props)
+    plan = (
+        '[Read(file_path="VERSION"), Read(file_path="setup.cfg"), '
+        'Edit(file_path="VERSION", old_string="1.2.3", new_string="1.3.0"), '
+        'Edit(file_path="setup.cfg", old_string="1.2.3", new_string="1.3.0"), '
+        'Write(file_path="notes.txt", content="released 1.3.0 as widget-pro"), '
+        'Read(file_path="notes.txt")]'
+    )
+    body = request(tools)
+    body["messages"][0]["content"] = (
+        "Change the version from 1.2.3 to 1.3.0 in both VERSION and setup.cfg."
+    )
+    engine = Engine(
+        FunctionUpstream(lambda body: plan),
+        mode="force",
+        dialect="pythonic",
+        registry=Registry(),
+        offer_tools="coding",
+    )
+    completion = await engine.acomplete(body)
+    calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert calls == [
+        ("Read", {"file_path": "VERSION"}),
+        ("Read", {"file_path": "setup.cfg"}),
+        ("Edit", {"file_path": "VERSION", "old_string": "1.2.3", "new_string": "1.3.0"}),
+        ("Edit", {"file_path": "setup.cfg", "old_string": "1.2.3", "new_string": "1.3.0"}),
+    ], completion.meta
+    assert any("'Write', 'Read' left for the next turn" in w for w in completion.meta.warnings)
+
+
+async def test_a_coding_agent_is_told_which_named_files_no_call_has_used() -> None:
+    """After reading the test it was told to fix, the model hears that calc.py, named in the
+    request, is still untouched; the reminder's own file names are not the user's."""
+    upstream = FunctionUpstream(lambda body: "Done.")
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    body = request([tool("Agent"), tool("Read", file_path={"type": "string"})])
+    body["messages"] = [
+        {
+            "role": "user",
+            "content": "<system-reminder>Read CLAUDE.md first.</system-reminder>\n"
+            "python3 test_calc.py fails. Fix the bug in calc.py so that the test passes.",
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "Read", "arguments": '{"file_path": "test_calc.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "from calc import add"},
+    ]
+    await engine.acomplete(body)
+    asked = upstream.history[0]["messages"][-1]["content"]
+    assert "not used by any call yet: calc.py." in asked, asked
+
+
 async def test_a_coding_agents_prompt_keeps_its_system_message_across_turns() -> None:
     """The upstream's cache serves what is byte for byte the same: the system message."""
     upstream = FunctionUpstream(lambda body: "Done.")

@@ -55,6 +55,7 @@ from typing import Any
 
 from toolshim.dialects.base import example_arguments
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.files_named import untouched_since_request
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec
 
@@ -237,6 +238,13 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
             "call it again: answer the user's question with this result now, or call a "
             "different tool if you still need something else"
         )
+    if turn.one_step:  # a coding agent: say which named files are still to look at
+        untouched = untouched_since_request(turn.request.messages)
+        if untouched:
+            problems.append(
+                f"the request names files no call has used yet: {', '.join(untouched)}; "
+                "the next step is likely with one of them"
+            )
     return problems
 
 

@@ -36,6 +36,7 @@ from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.quoted import quoted_problems
+from toolshim.engine.steps_ahead import calls_ready, conversation_text
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.unused_numbers import unused_number_problems
@@ -193,16 +194,21 @@ def check(
 
 
 def first_step(turn: Turn, calls: Sequence[ParsedCall]) -> Sequence[ParsedCall]:
-    """A coding agent's turn takes one step: the reply's first call, the later ones left for
-    the next turn, when the first call's result is in. The 1.5B wrote a whole chain at once,
+    """A coding agent's turn takes its plan's first call and the later ones that need no result
+    yet (:mod:`~toolshim.engine.steps_ahead`); the rest is left for the next turn, when the
+    results are in. The 1.5B wrote a whole chain at once,
     ``[Read(file_path="config.ini"), Write(file_path="port.txt", content=str(Bash(…)))]``,
     and wrote it again after each re-ask; its first step alone was right."""
-    later = ", ".join(repr(c.name) for c in calls[1:] if c.name) or "unnamed"
+    ready = calls_ready(calls, conversation_text(turn.request.messages))
+    if len(ready) == len(calls):
+        return ready
+    later = ", ".join(repr(c.name) for c in calls[len(ready) :] if c.name) or "unnamed"
+    kept = ", ".join(repr(c.name) for c in ready)
     turn.warn(
-        f"one step at a time: kept the first call ({calls[0].name!r}); later call(s) "
-        f"{later} left for the next turn, once its result is in"
+        f"one step at a time: kept {kept}; later call(s) {later} left for the next turn, "
+        "once the results they may need are in"
     )
-    return calls[:1]
+    return ready
 
 
 def judge(turn: Turn, text: str, finish: str | None = None) -> tuple[ParsedReply, Verdict]:

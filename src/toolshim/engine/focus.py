@@ -97,7 +97,7 @@ BRIEF = (
     "write or edit files to make changes. When a step needs the result of an earlier one (a "
     "value read from a file, a command's output), make that call first, then use its result "
     "in the next call. Name files by their path relative to the working directory, as the "
-    "user does (config.ini, src/app.py). To fix code, read the file that has the bug, not its "
+    "user does. To fix code, read the file that has the bug, not its "
     "test, then edit it; leave the tests as they are. When everything asked is done, say so "
     "in one short sentence."
 )

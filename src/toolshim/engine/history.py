@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from toolshim.dialects.base import Dialect
+from toolshim.engine.files_named import untouched_since_request
 from toolshim.types import EMPTY, Message
 
 __all__ = ["fold_results", "results_note", "rewrite_history", "strip_note"]
@@ -134,11 +135,14 @@ def _quoted(text: str) -> str:
     return text
 
 
-def results_note(asked: bool, errors: int = 0, *, agent: bool = False) -> str:
+def results_note(
+    asked: bool, errors: int = 0, *, agent: bool = False, untouched: Sequence[str] = ()
+) -> str:
     """What to do once results are in, with tools still offered. A coding ``agent`` is told to
     take the next step if one is still to be done (asked to read a value and write it
     somewhere, it must write it, not say it), and after a failed call not to make it again as
-    it was (the 0.5B repeated Claude Code's ``Edit`` of a file that did not exist)."""
+    it was (the 0.5B repeated Claude Code's ``Edit`` of a file that did not exist), and which
+    files the request names that no call has touched yet (:mod:`~toolshim.engine.files_named`)."""
     target = "the question" if asked else "the user"
     if not agent:
         return (
@@ -151,8 +155,13 @@ def results_note(asked: bool, errors: int = 0, *, agent: bool = False) -> str:
         if errors
         else ""
     )
+    missing = (
+        f"Named in the request and not used by any call yet: {', '.join(untouched)}. "
+        if untouched
+        else ""
+    )
     return (
-        f"Use these results for {target}. {failed}If it still needs a step that is not done "
+        f"Use these results for {target}. {failed}{missing}If it still needs a step that is not done "
         "yet (a file to write or change, a command to run, information these results do not "
         "give), make that call now, with the values these results hold. If everything it asks "
         "for is done or known, answer now in plain words, without a tool call. Never repeat a "
@@ -223,8 +232,9 @@ def fold_results(
     asked = bool(question.strip())
     results = [m for m in after if m.role in _RESULT_ROLES]
     errors = sum(is_error_result(m.text) for m in results)
+    untouched = untouched_since_request(messages) if agent else []
     lines.append(
-        results_note(asked, errors, agent=agent)
+        results_note(asked, errors, agent=agent, untouched=untouched)
         if instructions
         else _closing_without_tools(asked, errors, len(results))
     )

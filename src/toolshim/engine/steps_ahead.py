@@ -1,0 +1,67 @@
+"""Which of a coding agent's planned calls can go out together: the first, and each later one
+whose every value the conversation already holds.
+
+A small model in a coding agent writes its whole plan in its first reply. Returned whole, a
+plan goes wrong where a later call needs an earlier one's result (``Write(file_path=
+"port.txt", content="1")`` before ``config.ini`` was read: the 1.5B made the port up). Cut to
+its first call, it goes wrong the other way: after the first result the 1.5B started its plan
+over, read the same file again and again, and never made the calls it had planned (asked to
+change the version in ``VERSION`` and ``setup.cfg`` it planned two reads and two edits, all
+right, and made one read). A later call goes out with the first when it needs nothing from a
+result: every word and number of its string values is already in the conversation (the
+request, the environment, earlier results). ``Edit(old_string="1.2.3", new_string="1.3.0")``
+for "change the version from 1.2.3 to 1.3.0" goes; ``Write(content="8421")`` before the read
+that shows 8421 waits. The plan is cut at the first call that waits: the calls after it may
+need its result too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.types import Message
+
+__all__ = ["calls_ready", "conversation_text"]
+
+_TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
+
+
+def conversation_text(messages: Sequence[Message]) -> str:
+    """Everything said so far, lowercased: messages and the arguments of the calls made."""
+    parts: list[str] = []
+    for message in messages:
+        parts.append(message.text)
+        parts.extend(c.arguments for c in message.tool_calls)
+    return "\n".join(parts).lower()
+
+
+def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
+    """The first call and those after it up to (not with) the first that holds a value not in
+    ``said`` (:func:`conversation_text`)."""
+    ready = list(calls[:1])
+    for call in calls[1:]:
+        if call.problem is not None or not _all_said(call.arguments, said):
+            break
+        ready.append(call)
+    return ready
+
+
+def _all_said(arguments: Any, said: str) -> bool:
+    return all(token.lower() in said for token in _tokens(arguments))
+
+
+def _tokens(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield from _TOKEN.findall(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tokens(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _tokens(item)
+    elif value is not None and not isinstance(value, bool):
+        yield from _TOKEN.findall(json.dumps(value))

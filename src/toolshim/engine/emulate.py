@@ -36,7 +36,7 @@ from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.quoted import quoted_problems
-from toolshim.engine.steps_ahead import calls_ready, conversation_text
+from toolshim.engine.steps_ahead import calls_ready, conversation_text, skip_answered
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.unused_numbers import unused_number_problems
@@ -153,7 +153,7 @@ def check(
     request = turn.request
     calls, finish = drop_repeats_in_reply(turn, calls, finish)
     if turn.one_step and not native and len(calls) > 1:
-        calls = first_step(turn, calls)
+        calls = first_step(turn, skip_answered(turn, calls))
     if turn.one_step and not native:
         calls, moved = repair_paths(request, calls)
         for note in moved:
@@ -292,7 +292,7 @@ async def emulate(turn: Turn) -> Completion:
             case steps.ReturnText(text=text, finish=finish):
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.NextStep(text=text, finish=finish):
-                step = await next_step(turn, driver.messages, partial(emulation_body, turn))
+                step = await next_step(turn, driver.messages, partial(emulation_body, turn), text)
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)

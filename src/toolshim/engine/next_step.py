@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.code_answer import written_file_call
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
@@ -89,10 +90,19 @@ async def next_step(
     turn: Turn,
     extra: Sequence[Message],
     body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    answer: str = "",
 ) -> ParsedCall | None:
     """The call the model writes when its reply is opened as one, or None (see the module
     docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
-    upstream body."""
+    upstream body. An ``answer`` that gives a whole file's new content is made the call that
+    writes it instead, without asking (:mod:`~toolshim.engine.code_answer`)."""
+    written = written_file_call(turn.request, answer) if answer else None
+    if written is not None and (written := valid_call(turn, written)) is not None:
+        turn.warn(
+            f"the model answered with a file's new content where a step was left; "
+            f"sent as the {written.name!r} call that writes it"
+        )
+        return written
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
     prefill = turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
@@ -111,10 +121,11 @@ async def next_step(
     if text.startswith(prefill):  # llama.cpp returns the prefill with its continuation
         text = text[len(prefill) :]
     parsed = turn.dialect.parse(prefill + text, turn.request.function_tools, markup=turn.markup)
-    if not parsed.calls:
-        return None
-    call = valid_call(turn, parsed.calls[0])
-    if call is None or call_key(call.name, call.arguments_json) in turn.answered_results:
+    # The model writes its plan again from the top: its first call it has no result for.
+    answered = turn.answered_results
+    fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
+    call = valid_call(turn, fresh[0]) if fresh else None
+    if call is None:
         return None
     turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")
     return call

@@ -13,6 +13,11 @@ request, the environment, earlier results). ``Edit(old_string="1.2.3", new_strin
 for "change the version from 1.2.3 to 1.3.0" goes; ``Write(content="8421")`` before the read
 that shows 8421 waits. The plan is cut at the first call that waits: the calls after it may
 need its result too.
+
+After a result the 1.5B writes its plan again from the top: the calls it has results for,
+then the next one (``[Read(file_path="greet.py"), Bash(command="python3 test_greet.py")]``
+where the test had been run). :func:`skip_answered` keeps what is new in such a reply; only a
+reply of nothing but answered calls is a repeat to correct.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
-__all__ = ["calls_ready", "conversation_text"]
+__all__ = ["calls_ready", "conversation_text", "skip_answered"]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
 
@@ -37,6 +43,18 @@ def conversation_text(messages: Sequence[Message]) -> str:
         parts.append(message.text)
         parts.extend(c.arguments for c in message.tool_calls)
     return "\n".join(parts).lower()
+
+
+def skip_answered(turn: Turn, calls: Sequence[ParsedCall]) -> Sequence[ParsedCall]:
+    """``calls`` less those whose results the conversation holds, when any call is left; else
+    ``calls`` as they are (a repeat, corrected by the checks)."""
+    answered = turn.answered_results
+    new = [c for c in calls if call_key(c.name, c.arguments_json) not in answered]
+    if not new or len(new) == len(calls):
+        return calls
+    skipped = ", ".join(repr(c.name) for c in calls if c not in new)
+    turn.warn(f"skipped call(s) {skipped} written again with their results already in")
+    return new
 
 
 def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:

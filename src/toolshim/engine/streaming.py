@@ -246,7 +246,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason=finish or "stop")
             case steps.NextStep(text=text, finish=finish):
-                step = await next_step(turn, driver.messages, partial(emulation_body, turn))
+                step = await next_step(turn, driver.messages, partial(emulation_body, turn), text)
                 if step is not None:
                     for chunk in call_chunks([step]):
                         yield chunk

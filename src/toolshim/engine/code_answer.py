@@ -1,0 +1,195 @@
+"""A file's new content written in an answer, made the call that writes it: the step a small
+model in a coding agent describes instead of taking.
+
+Asked to fix ``greet.py``, the 1.5B read it, then answered "Here's the corrected code:" and
+the whole fixed file in a fenced block, where the next step was a call that writes it; opened
+as a call, it started its plan over. When a coding agent's turn asked for a change and no call
+has made one (:func:`~toolshim.engine.next_step.action_left`), an answer with one such block
+becomes a call of the agent's own tool: its file-writing tool (``Write(file_path, content)``)
+or, with none, its shell tool running ``cat > FILE <<'EOF'`` (Codex's ``exec_command``).
+
+A block is taken only when it is unmistakably a whole file:
+
+* the file is named by the block's first line (``# greet.py``, ``// app.js``: the label is not
+  written) or, failing that, is the one file the sentence before the block names; and the
+  user's request names that file, or a call in the conversation has used it;
+* the block is not a shell session (``bash``, ``sh``, ``console``, lines opening with ``$``);
+* when a result in the conversation holds the file (a read of it), the block keeps at least
+  half of its lines and changes something: a snippet of a long file is an excerpt to show,
+  not the file's new content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.files_named import files_named
+from toolshim.engine.focus import working_directory
+from toolshim.types import ChatRequest, Message, ToolSpec
+
+__all__ = ["written_file_call"]
+
+_FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
+_LABEL = re.compile(r"^\s*(?:#|//|--|;|<!--|/\*)\s*(?:file(?:name)?:\s*)?(\S+?)\s*(?:-->|\*/)?\s*$")
+_SHELL_LANGUAGES = frozenset(
+    {"bash", "sh", "shell", "console", "zsh", "terminal", "cmd", "powershell"}
+)
+_PATH_PARAMETERS = ("file_path", "path", "filepath", "filename", "file")
+_CONTENT_PARAMETERS = ("content", "contents", "text", "file_text", "data")
+_COMMAND_PARAMETERS = ("command", "cmd")
+_WRITING_TOOLS = frozenset({"write", "write_file", "create_file"})
+_SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "run_command", "run_shell_command"})
+_NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
+"""Claude Code's ``Read`` numbers each line (``12\\t…``)."""
+
+
+def written_file_call(request: ChatRequest, text: str) -> ParsedCall | None:
+    """The call that writes the one whole file ``text`` gives (see the module docstring)."""
+    found = _the_block(request, text)
+    if found is None:
+        return None
+    name, content = found
+    path = _path_for(request, name)
+    return _writing_call(request.function_tools, path, content)
+
+
+def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
+    request_names = _request_names(request.messages)
+    used = _used_names(request.messages)
+    blocks: list[tuple[str, str]] = []
+    start = 0
+    for match in _FENCE.finditer(text):
+        language, body = match.group(1).lower(), match.group(2)
+        before = text[start : match.start()]
+        start = match.end()
+        if language in _SHELL_LANGUAGES or body.lstrip().startswith("$ "):
+            continue
+        lines = body.split("\n")
+        label = _LABEL.match(lines[0]) if lines else None
+        if label and files_named(label.group(1)):
+            name, body = files_named(label.group(1))[0], "\n".join(lines[1:])
+        else:
+            sentence = re.split(r"(?<=[.!?:])\s+(?=\S)", before.strip())[-1:] or [""]
+            named = files_named(sentence[0])
+            if len(set(named)) != 1:
+                continue
+            name = named[0]
+        if not _is_known(name, request_names, used):
+            continue
+        blocks.append((name, body.rstrip("\n") + "\n"))
+    if len({name for name, _ in blocks}) != 1:
+        return None
+    name, content = blocks[-1]
+    original = _read_content(request.messages, name)
+    if original is not None and not _replaces(original, content):
+        return None
+    return name, content
+
+
+def _request_names(messages: Sequence[Message]) -> list[str]:
+    for message in reversed(messages):
+        if message.role == "user" and message.text.strip():
+            return files_named(message.text)
+    return []
+
+
+def _used_names(messages: Sequence[Message]) -> list[str]:
+    return [c.arguments for m in messages for c in m.tool_calls]
+
+
+def _is_known(name: str, request_names: Sequence[str], used: Sequence[str]) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    if any(n.rsplit("/", 1)[-1] == base for n in request_names):
+        return True
+    return any(re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w-]|\.\w)", a) for a in used)
+
+
+def _read_content(messages: Sequence[Message], name: str) -> str | None:
+    """The latest result of a call that used ``name`` and did not fail: the file as read."""
+    base = re.escape(name.rsplit("/", 1)[-1])
+    calls = {
+        c.id: c
+        for m in messages
+        for c in m.tool_calls
+        if re.search(rf"(?<![\w.-]){base}(?![\w-]|\.\w)", c.arguments)
+    }
+    for message in reversed(messages):
+        if message.role == "tool" and message.tool_call_id in calls:
+            text = message.text
+            if text.lstrip()[:5].lower() == "error":
+                continue
+            return _NUMBERED.sub("", text)
+    return None
+
+
+def _replaces(original: str, content: str) -> bool:
+    """``content`` is a new version of ``original``, not an excerpt of it or the same text."""
+    old = [line for line in original.splitlines() if line.strip()]
+    new = [line for line in content.splitlines() if line.strip()]
+    if [line.rstrip() for line in old] == [line.rstrip() for line in new]:
+        return False
+    return len(new) * 2 >= len(old)
+
+
+def _path_for(request: ChatRequest, name: str) -> str:
+    """The path a call in the conversation used for ``name``, or ``name`` in the working
+    directory, or ``name`` as written."""
+    base = name.rsplit("/", 1)[-1]
+    for message in reversed(request.messages):
+        for call in message.tool_calls:
+            try:
+                arguments = json.loads(call.arguments)
+            except ValueError:
+                continue
+            if not isinstance(arguments, dict):
+                continue
+            for value in arguments.values():
+                if isinstance(value, str) and value.rsplit("/", 1)[-1] == base and " " not in value:
+                    return value
+    cwd = working_directory(request)
+    if cwd and not name.startswith("/"):
+        return f"{cwd.rstrip('/')}/{name.removeprefix('./')}"
+    return name
+
+
+def _writing_call(tools: Sequence[ToolSpec], path: str, content: str) -> ParsedCall | None:
+    for tool in tools:
+        properties = _properties(tool)
+        if tool.name.lower() in _WRITING_TOOLS:
+            path_key = _first(properties, _PATH_PARAMETERS)
+            content_key = _first(properties, _CONTENT_PARAMETERS)
+            if path_key and content_key:
+                return _call(tool.name, {path_key: path, content_key: content})
+    for tool in tools:
+        properties = _properties(tool)
+        command_key = _first(properties, _COMMAND_PARAMETERS)
+        if tool.name.lower() not in _SHELL_TOOLS or command_key is None:
+            continue
+        marker = "TOOLSHIM_EOF"
+        while marker in content:
+            marker += "_"
+        script = f"cat > {shlex.quote(path)} <<'{marker}'\n{content}{marker}"
+        schema = properties[command_key]
+        if isinstance(schema, Mapping) and schema.get("type") == "array":
+            return _call(tool.name, {command_key: ["bash", "-lc", script]})
+        return _call(tool.name, {command_key: script})
+    return None
+
+
+def _properties(tool: ToolSpec) -> Mapping[str, Any]:
+    properties = tool.parameters.get("properties")
+    return properties if isinstance(properties, Mapping) else {}
+
+
+def _first(properties: Mapping[str, Any], names: Sequence[str]) -> str | None:
+    return next((n for n in names if n in properties), None)
+
+
+def _call(name: str, arguments: dict[str, Any]) -> ParsedCall:
+    raw = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return ParsedCall(name, arguments, raw)

@@ -1,0 +1,151 @@
+"""An answer that gives a file's whole new content, made the call that writes it, and the
+answers that must stay answers: snippets, shell sessions, files nobody named."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolshim.capabilities.facts import Source
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.engine.code_answer import written_file_call
+from toolshim.testing import FunctionUpstream
+from toolshim.types import ChatRequest, Message, ToolCall, ToolSpec
+
+STRING = {"type": "string"}
+WRITE = ToolSpec(
+    "Write",
+    "Write a file",
+    {"type": "object", "properties": {"file_path": STRING, "content": STRING}},
+)
+READ = ToolSpec("Read", "Read a file", {"type": "object", "properties": {"file_path": STRING}})
+EXEC = ToolSpec("exec_command", "Run", {"type": "object", "properties": {"cmd": STRING}})
+SHELL = ToolSpec(
+    "shell",
+    "Run",
+    {"type": "object", "properties": {"command": {"type": "array", "items": STRING}}},
+)
+GREET = 'def greet(name):\n    return "Hello, " + nam + "!"\n'
+FIXED = 'def greet(name):\n    return "Hello, " + name + "!"\n'
+
+
+def conversation(tools: tuple[ToolSpec, ...], read: str | None = GREET) -> ChatRequest:
+    messages = [
+        Message(
+            "user", "Primary working directory: /w\n\npython3 test_greet.py fails. Fix greet.py."
+        ),
+    ]
+    if read is not None:
+        messages += [
+            Message(
+                "assistant",
+                "",
+                tool_calls=(ToolCall("c1", "Read", '{"file_path": "/w/greet.py"}'),),
+            ),
+            Message(
+                "tool",
+                "\n".join(f"{i}\t{line}" for i, line in enumerate(read.splitlines(), 1)),
+                tool_call_id="c1",
+            ),
+        ]
+    return ChatRequest(model="m", messages=tuple(messages), tools=tools)
+
+
+def test_the_fixed_file_in_an_answer_becomes_a_write_of_it() -> None:
+    answer = f"To fix the NameError, here's the corrected code:\n\n```python\n# greet.py\n{FIXED}```\n\nRun the test again."
+    call = written_file_call(conversation((READ, WRITE)), answer)
+    assert call is not None
+    assert (call.name, call.arguments) == ("Write", {"file_path": "/w/greet.py", "content": FIXED})
+
+
+def test_the_file_can_be_named_by_the_sentence_before_the_block() -> None:
+    answer = f"Change greet.py to:\n```\n{FIXED}```"
+    call = written_file_call(conversation((READ, WRITE)), answer)
+    assert call is not None and call.arguments["content"] == FIXED
+
+
+def test_without_a_writing_tool_the_shell_writes_it() -> None:
+    answer = f"```python\n# greet.py\n{FIXED}```"
+    call = written_file_call(conversation((EXEC,)), answer)
+    assert call is not None and call.name == "exec_command"
+    assert call.arguments["cmd"] == f"cat > /w/greet.py <<'TOOLSHIM_EOF'\n{FIXED}TOOLSHIM_EOF"
+    array = written_file_call(conversation((SHELL,)), answer)
+    assert array is not None and array.arguments["command"][:2] == ["bash", "-lc"]
+
+
+def test_answers_that_are_not_a_whole_file_stay_answers() -> None:
+    long = "".join(f"x{i} = {i}\n" for i in range(20)) + GREET
+    request = conversation((READ, WRITE), read=long)
+    snippet = f"The bug is here:\n```python\n# greet.py\n{FIXED}```"
+    assert written_file_call(request, snippet) is None  # 2 lines of a 22-line file
+    same = f"```python\n# greet.py\n{GREET}```"
+    assert written_file_call(conversation((READ, WRITE)), same) is None  # nothing changed
+    shell = "Run:\n```bash\npython3 test_greet.py\n```"
+    assert written_file_call(conversation((READ, WRITE)), shell) is None
+    stranger = f"```python\n# other.py\n{FIXED}```"
+    assert written_file_call(conversation((READ, WRITE)), stranger) is None  # nobody named it
+    two = f"```python\n# greet.py\n{FIXED}```\n```python\n# test_greet.py\nprint(1)\n```"
+    assert written_file_call(conversation((READ, WRITE)), two) is None
+    assert written_file_call(conversation((READ,)), snippet.replace("The bug is here:", "")) is None
+
+
+def claude_tool(name: str, **properties: Any) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+            },
+        },
+    }
+
+
+async def test_a_coding_agent_gets_the_write_its_model_described() -> None:
+    """Through the engine: the 1.5B's answer after reading greet.py, as Claude Code sends it."""
+    answer = (
+        "To fix the `NameError` in `greet.py`, you need to define the variable `nam`. Here's the "
+        f"corrected code:\n\n```python\n# greet.py\n{FIXED}```\n\nNow run the test again."
+    )
+    upstream = FunctionUpstream(lambda body: answer)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    # An upstream that continues an assistant message, as llama.cpp does (next_step's rule).
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    body = {
+        "model": "small",
+        "tools": [
+            claude_tool("Agent", prompt=STRING),
+            claude_tool("Read", file_path=STRING),
+            claude_tool("Write", file_path=STRING, content=STRING),
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": "Primary working directory: /w\n\nFix greet.py so that python3 test_greet.py passes.",
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "Read", "arguments": '{"file_path": "/w/greet.py"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": GREET},
+        ],
+    }
+    completion = await engine.acomplete(body)
+    calls = completion.message.tool_calls
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("Write", {"file_path": "/w/greet.py", "content": FIXED})
+    ], completion.meta
+    assert any("file's new content" in w for w in completion.meta.warnings)

@@ -454,11 +454,8 @@ def coding_engine(upstream: FunctionUpstream, dialect: str = "pythonic") -> Engi
 @pytest.mark.parametrize(
     ("dialect", "continued"),
     [
-        ("pythonic", 'Write(file_path="port.txt", content="8421")]'),
-        (
-            "hermes",
-            'Write", "arguments": {"file_path": "port.txt", "content": "8421"}}\n</tool_call>',
-        ),
+        ("pythonic", '8421")]'),
+        ("hermes", '8421"}}\n</tool_call>'),
     ],
 )
 async def test_an_answer_where_a_change_is_left_is_opened_as_the_next_call(
@@ -475,14 +472,21 @@ async def test_an_answer_where_a_change_is_left_is_opened_as_the_next_call(
     else:
         calls = list((await engine.acomplete(body)).message.tool_calls)
     assert [c.name for c in calls] == ["Write"]
+    if not stream:
+        assert json.loads(calls[0].arguments or "") == {"file_path": "port.txt", "content": "8421"}
     assert len(seen) == 2 and seen[1]["messages"][-1]["role"] == "assistant"
+    # Opened as the write of the file the request asks for, up to its content.
+    opening = seen[1]["messages"][-1]["content"]
+    assert opening.endswith(('content="', '"content": "')) and "port.txt" in opening
 
 
 async def test_the_answer_stands_when_the_opened_call_repeats_a_result_or_nothing_is_left() -> None:
     seen: list[dict[str, Any]] = []
     repeat = 'Read(file_path="config.ini")]'
     upstream = FunctionUpstream(prefilling("The port is 8421.", repeat, seen))
-    completion = await coding_engine(upstream).acomplete(after_read(FILE_TOOLS))
+    changed = after_read(FILE_TOOLS)
+    changed["messages"][0]["content"] = "Read config.ini and change its port to 9000"
+    completion = await coding_engine(upstream).acomplete(changed)
     assert completion.message.content == "The port is 8421." and len(seen) == 2
     asked = after_read(FILE_TOOLS)
     asked["messages"][0]["content"] = "What port does config.ini set?"  # no change asked

@@ -56,6 +56,7 @@ from typing import Any
 from toolshim.dialects.base import example_arguments
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.files_named import untouched_since_request
+from toolshim.engine.next_file import reading_call
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec
 
@@ -240,10 +241,12 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
         )
     if turn.one_step:  # a coding agent: say which named files are still to look at
         untouched = untouched_since_request(turn.request.messages)
+        read = reading_call(turn.request, turn.dialect)
         if untouched:
             problems.append(
                 f"the request names files no call has used yet: {', '.join(untouched)}; "
                 "the next step is likely with one of them"
+                + (f", for example: {read}" if read else "")
             )
     return problems
 

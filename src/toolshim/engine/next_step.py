@@ -26,6 +26,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import written_file_call
 from toolshim.engine.more_calls import valid_call
+from toolshim.engine.next_file import reading_call, writing_opening
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -103,9 +104,22 @@ async def next_step(
             f"sent as the {written.name!r} call that writes it"
         )
         return written
+    if turn.results_in:
+        # A file the request names and no call has used: read it (no request), or the new
+        # file it asks for: the write opened up to its content (:mod:`.next_file`).
+        read = reading_call(turn.request, turn.dialect)
+        parsed_read = turn.dialect.parse(read, turn.request.function_tools) if read else None
+        if parsed_read and parsed_read.calls and (call := valid_call(turn, parsed_read.calls[0])):
+            turn.warn(
+                f"the model answered where a step was left; sent {call.name!r} of a file the "
+                "request names that no call had used"
+            )
+            return call
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
-    prefill = turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
+    prefill = (writing_opening(turn.request, turn.dialect) if turn.results_in else None) or (
+        turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
+    )
     if prefill is None:
         return None
     request = dict(body((*extra, Message("assistant", prefill))))

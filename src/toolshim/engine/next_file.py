@@ -1,0 +1,104 @@
+"""The call a coding agent's request points at next: reading a named file no call has used, or
+writing the new file the request asks for.
+
+After results the 1.5B starts its plan over, reading the test it was told to make pass
+(``test_calc.py``) again and again and never the file with the bug (``calc.py``), or, asked to
+write a value "into a new file name.txt", reads the source of the value once more. The
+request names the file of the next step; no call has used it yet
+(:mod:`~toolshim.engine.files_named`). This module writes that step as the agent's own tool
+would take it:
+
+* a file the request asks to create or write into ("into a new file name.txt", "create
+  greeting.txt") → its file-writing tool, the content left for the model to write
+  (:func:`writing_opening`: the call opened up to its content);
+* any other named file → its reading tool on that file (:func:`reading_call`).
+
+Paths are the working directory's (``/work/calc.py``), as the agents want them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from toolshim.dialects.base import Dialect
+from toolshim.engine.files_named import untouched_since_request
+from toolshim.engine.focus import working_directory
+from toolshim.types import ChatRequest, ToolCall, ToolSpec
+
+__all__ = ["reading_call", "writing_opening"]
+
+_READING_TOOLS = ("Read", "read_file", "read", "view")
+_WRITING_TOOLS = ("Write", "write_file", "write", "create_file")
+_PATH_PARAMETERS = ("file_path", "path", "filepath", "filename")
+_CONTENT_PARAMETERS = ("content", "contents", "text", "file_text")
+_CREATED = re.compile(
+    r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\binto|\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
+    r"(?:\s+(?:a|an|the|named|called|file))*\s*[`'\"]?$",
+    re.IGNORECASE,
+)
+_MARK = "\u2063TOOLSHIM\u2063"
+
+
+def _untouched(request: ChatRequest) -> tuple[list[str], list[str]]:
+    """The untouched named files the request asks to create, and the others."""
+    messages = request.messages
+    text = next((m.text for m in reversed(messages) if m.role == "user" and m.text.strip()), "")
+    created: list[str] = []
+    others: list[str] = []
+    for name in untouched_since_request(messages):
+        at = text.find(name)
+        (created if at >= 0 and _CREATED.search(text[max(0, at - 60) : at]) else others).append(
+            name
+        )
+    return created, others
+
+
+def _tool(tools: tuple[ToolSpec, ...], names: tuple[str, ...]) -> ToolSpec | None:
+    by_name = {t.name: t for t in tools}
+    return next((by_name[n] for n in names if n in by_name), None)
+
+
+def _parameter(tool: ToolSpec, names: tuple[str, ...]) -> str | None:
+    properties = tool.parameters.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    return next((n for n in names if n in properties), None)
+
+
+def _path(request: ChatRequest, name: str) -> str:
+    cwd = working_directory(request)
+    if cwd and not name.startswith("/"):
+        return f"{cwd}/{name.removeprefix('./')}"
+    return name
+
+
+def reading_call(request: ChatRequest, dialect: Dialect) -> str | None:
+    """The agent's read of the first named file no call has used (not one the request asks
+    to create), written in ``dialect``, or None."""
+    _, others = _untouched(request)
+    tool = _tool(request.function_tools, _READING_TOOLS)
+    key = _parameter(tool, _PATH_PARAMETERS) if tool else None
+    if not others or tool is None or key is None:
+        return None
+    arguments = json.dumps({key: _path(request, others[0])}, ensure_ascii=False)
+    return dialect.render_calls([ToolCall("next_file", tool.name, arguments)])
+
+
+def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
+    """The agent's write of the first file the request asks to create, opened up to its
+    content (the model writes the rest), or None."""
+    created, _ = _untouched(request)
+    tool = _tool(request.function_tools, _WRITING_TOOLS)
+    if not created or tool is None:
+        return None
+    path_key = _parameter(tool, _PATH_PARAMETERS)
+    content_key = _parameter(tool, _CONTENT_PARAMETERS)
+    if path_key is None or content_key is None:
+        return None
+    arguments = {path_key: _path(request, created[0]), content_key: _MARK}
+    rendered = dialect.render_calls(
+        [ToolCall("next_file", tool.name, json.dumps(arguments, ensure_ascii=False))]
+    )
+    at = rendered.find(_MARK)
+    return rendered[:at] if at > 0 else None

@@ -1,0 +1,68 @@
+"""The step a coding agent's request points at: read the named file no call has used, or
+write the new file it asks for, in the agent's own tools and the dialect's own shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolshim.dialects import get_dialect
+from toolshim.engine.next_file import reading_call, writing_opening
+from toolshim.types import ChatRequest, Message, ToolCall, ToolSpec
+
+STRING = {"type": "string"}
+READ = ToolSpec("Read", "r", {"type": "object", "properties": {"file_path": STRING}})
+WRITE = ToolSpec(
+    "Write", "w", {"type": "object", "properties": {"file_path": STRING, "content": STRING}}
+)
+
+
+def after_reading(
+    request: str, path: str, tools: tuple[ToolSpec, ...] = (READ, WRITE)
+) -> ChatRequest:
+    return ChatRequest(
+        model="m",
+        messages=(
+            Message("user", f"Primary working directory: /w\n{request}"),
+            Message(
+                "assistant", "", tool_calls=(ToolCall("c1", "Read", f'{{"file_path": "{path}"}}'),)
+            ),
+            Message("tool", "x", tool_call_id="c1"),
+        ),
+        tools=tools,
+    )
+
+
+def test_the_file_with_the_bug_is_read_after_its_test() -> None:
+    request = after_reading(
+        "python3 test_calc.py fails. Fix the bug in calc.py.", "/w/test_calc.py"
+    )
+    assert reading_call(request, get_dialect("pythonic")) == '[Read(file_path="/w/calc.py")]'
+    assert writing_opening(request, get_dialect("pythonic")) is None
+
+
+@pytest.mark.parametrize(
+    ("dialect", "opening"),
+    [
+        ("pythonic", '[Write(file_path="/w/name.txt", content="'),
+        (
+            "hermes",
+            '<tool_call>\n{"name": "Write", "arguments": {"file_path": "/w/name.txt", "content": "',
+        ),
+    ],
+)
+def test_the_new_file_asked_for_is_opened_up_to_its_content(dialect: str, opening: str) -> None:
+    request = after_reading(
+        "Write the value of the name field of package.json into a new file name.txt.",
+        "/w/package.json",
+    )
+    assert writing_opening(request, get_dialect(dialect)) == opening
+    assert reading_call(request, get_dialect(dialect)) is None  # name.txt is to be created
+
+
+def test_nothing_is_suggested_without_the_tool_or_an_untouched_file() -> None:
+    fixed = after_reading("Fix calc.py", "/w/calc.py")
+    assert reading_call(fixed, get_dialect("pythonic")) is None
+    no_read = after_reading("Fix calc.py", "/w/x.py", tools=(WRITE,))
+    assert reading_call(no_read, get_dialect("pythonic")) is None
+    no_write = after_reading("Create greeting.txt saying hi", "/w/x.py", tools=(READ,))
+    assert writing_opening(no_write, get_dialect("pythonic")) is None

@@ -59,10 +59,19 @@ def test_the_fixed_file_in_an_answer_becomes_a_write_of_it() -> None:
     assert (call.name, call.arguments) == ("Write", {"file_path": "/w/greet.py", "content": FIXED})
 
 
-def test_the_file_can_be_named_by_the_sentence_before_the_block() -> None:
+def test_the_file_can_be_named_by_the_text_before_the_block() -> None:
     answer = f"Change greet.py to:\n```\n{FIXED}```"
     call = written_file_call(conversation((READ, WRITE)), answer)
     assert call is not None and call.arguments["content"] == FIXED
+    # The 1.5B's own words: the file named a sentence before "Here's the corrected code:".
+    answer = (
+        "To fix the `greet.py` file so that the test passes, you need to add the missing "
+        f"variable `nam`. Here's the corrected code:\n\n```python\n{FIXED}```\n\nRun it again."
+    )
+    call = written_file_call(conversation((READ, WRITE)), answer)
+    assert call is not None and call.arguments["content"] == FIXED
+    both = f"Fix greet.py as test_greet.py expects:\n```python\n{FIXED}```"
+    assert written_file_call(conversation((READ, WRITE)), both) is None  # which one?
 
 
 def test_without_a_writing_tool_the_shell_writes_it() -> None:

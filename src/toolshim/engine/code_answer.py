@@ -11,8 +11,9 @@ or, with none, its shell tool running ``cat > FILE <<'EOF'`` (Codex's ``exec_com
 A block is taken only when it is unmistakably a whole file:
 
 * the file is named by the block's first line (``# greet.py``, ``// app.js``: the label is not
-  written) or, failing that, is the one file the sentence before the block names; and the
-  user's request names that file, or a call in the conversation has used it;
+  written) or, failing that, is the one such file the text before the block names ("To fix
+  the `NameError` in `greet.py` … Here's the corrected code:"); and the user's request names
+  that file, or a call in the conversation has used it;
 * the block is not a shell session (``bash``, ``sh``, ``console``, lines opening with ``$``);
 * when a result in the conversation holds the file (a read of it), the block keeps at least
   half of its lines and changes something: a snippet of a long file is an excerpt to show,
@@ -74,11 +75,10 @@ def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
         if label and files_named(label.group(1)):
             name, body = files_named(label.group(1))[0], "\n".join(lines[1:])
         else:
-            sentence = re.split(r"(?<=[.!?:])\s+(?=\S)", before.strip())[-1:] or [""]
-            named = files_named(sentence[0])
-            if len(set(named)) != 1:
+            named = {n for n in files_named(before) if _is_known(n, request_names, used)}
+            if len(named) != 1:
                 continue
-            name = named[0]
+            name = named.pop()
         if not _is_known(name, request_names, used):
             continue
         blocks.append((name, body.rstrip("\n") + "\n"))

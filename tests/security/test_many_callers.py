@@ -185,7 +185,7 @@ async def test_a_chain_is_stored_without_repeating_it() -> None:
     """Each document holds only its turn: a 200-deep chain stores ~200 turns' items, not
     20,000 (it repeated the whole chain in each, 115 MB for 1,000 turns)."""
     from toolshim.capabilities.registry import Registry
-    from toolshim.capabilities.store_sqlite import SQLiteStore
+    from toolshim.capabilities.stores.sqlite import SQLiteStore
 
     store = SQLiteStore(":memory:")
     async with proxy(FakeUpstream(["ok"] * 300), registry=Registry(store)) as p:

@@ -11,7 +11,7 @@ from toolshim.capabilities.store import (
     open_store,
     redact_url,
 )
-from toolshim.capabilities.store_sqlite import CapabilityStore, SQLiteStore
+from toolshim.capabilities.stores.sqlite import CapabilityStore, SQLiteStore
 
 __all__ = [
     "ANY_UPSTREAM",

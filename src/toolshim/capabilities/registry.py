@@ -87,7 +87,7 @@ class Registry(StoreMirror):
         cache_seconds: float = 1.0,
     ) -> None:
         if store is None:
-            from toolshim.capabilities.store_sqlite import SQLiteStore
+            from toolshim.capabilities.stores.sqlite import SQLiteStore
 
             store = SQLiteStore(":memory:")
         self.profiles = profiles

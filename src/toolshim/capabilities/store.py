@@ -219,7 +219,7 @@ def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 
         where = os.environ.get("TOOLSHIM_REGISTRY") or default_store_path()
     text = os.fspath(where)
     if "://" not in text:
-        from toolshim.capabilities.store_sqlite import SQLiteStore
+        from toolshim.capabilities.stores.sqlite import SQLiteStore
 
         return SQLiteStore(text if text == ":memory:" else Path(text).expanduser(), timeout=timeout)
     try:
@@ -230,15 +230,15 @@ def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 
         ) from exc
     scheme = parts.scheme.lower()
     if scheme == "sqlite":
-        from toolshim.capabilities.store_sqlite import SQLiteStore
+        from toolshim.capabilities.stores.sqlite import SQLiteStore
 
         return SQLiteStore(_sqlite_path(parts), timeout=timeout)
     if scheme in ("postgresql", "postgres"):
-        from toolshim.capabilities.store_postgres import PostgresStore
+        from toolshim.capabilities.stores.postgres import PostgresStore
 
         return PostgresStore(text)
     if scheme in ("redis", "rediss", "valkey", "valkeys"):
-        from toolshim.capabilities.store_redis import RedisStore
+        from toolshim.capabilities.stores.redis import RedisStore
 
         return RedisStore(text)
     raise ConfigError(

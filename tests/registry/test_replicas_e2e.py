@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.registry.servers import PostgresServer, RedisServer, running
-from toolshim.capabilities.store import open_store
+from toolshim.capabilities.stores import open_store
 from toolshim.testing import (
     CALL_JSON,
     FakeUpstreamProcess,

@@ -43,7 +43,8 @@ from toolshim.capabilities.report import (
     ModelReport,
     fact_dict,
 )
-from toolshim.capabilities.store import FactStore, open_store, standing_entries
+from toolshim.capabilities.store import FactStore, standing_entries
+from toolshim.capabilities.stores import open_store
 from toolshim.capabilities.sync import Forget, Put, Seen
 from toolshim.errors import StoreError
 from toolshim.types import Strategy

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import io
-import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,8 @@ import pytest
 from tests.e2e.conftest import fake_upstream
 from tests.server.helpers import chat, proxy
 from toolshim.errors import UpstreamStatusError
-from toolshim.server import configure_logging
 from toolshim.testing import FakeUpstream, FakeUpstreamProcess, free_port, start_serve
+from toolshim.testing.logs import captured_logs
 
 __all__ = ["fake_upstream"]  # the fixture, imported for this module's tests
 
@@ -35,16 +34,8 @@ class EchoesCredentials(FakeUpstream):
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
-    stream = io.StringIO()
-    configure_logging("debug", stream=stream)
-    yield stream
-    for handler in list(root.handlers):
-        if handler not in saved[1]:
-            root.removeHandler(handler)
-    root.setLevel(saved[0])
-    logging.getLogger("toolshim").setLevel(saved[2])
+    with captured_logs("debug") as stream:
+        yield stream
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,25 +29,9 @@ from typing import Any
 
 import aiohttp
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+from toolshim.testing import WEATHER, free_port
+
 ANSWER = "The weather in Paris is mild today, with a light breeze and some sun. " * 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from toolshim.testing import free_port
 
 WEATHER = {
     "type": "function",
@@ -87,12 +88,6 @@ def request_body(scenario: Scenario, stream: bool) -> dict[str, Any]:
 
 
 # -- processes ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -39,7 +39,7 @@ from tests.registry.servers import PostgresServer, RedisServer
 
 from toolshim.capabilities.facts import Fact, Source, Support
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store import open_store
+from toolshim.capabilities.stores import open_store
 from toolshim.engine import Engine
 from toolshim.server import create_app
 

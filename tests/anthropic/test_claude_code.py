@@ -13,14 +13,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import free_port, start
-from toolshim.testing import FunctionUpstream, Reply, call
+from toolshim.testing import FunctionUpstream, Reply, call, free_port, start_serve
 from toolshim.testing.npm import npm_executable
 from toolshim.testing.server import serve_fake
 
@@ -74,19 +72,12 @@ def test_claude_code_runs_a_bash_tool_through_toolshim(
     )
     with serve_fake(upstream) as fake:
         port = free_port()
-        args = [
-            sys.executable,
-            "-m",
-            "toolshim.cli.main",
-            "serve",
-            "--upstream",
-            fake.base_url,
-            "--port",
-            str(port),
-            "--registry",
-            str(tmp_path / "capabilities.sqlite3"),
-        ]
-        proxy = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
+        proxy = start_serve(
+            upstream=fake.base_url,
+            port=port,
+            registry=tmp_path / "capabilities.sqlite3",
+            log=tmp_path / "serve.log",
+        )
         try:
             home = tmp_path / "home"
             home.mkdir()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.anthropic.conftest import ASK, WEATHER, live
+from tests.anthropic.conftest import ASK, live
 from toolshim.server.tokens import estimate_tokens
+from toolshim.testing import WEATHER_ANTHROPIC as WEATHER
 from toolshim.testing import FakeUpstream
 from toolshim.testing.server import serve_app
 from toolshim.upstreams import OpenAIUpstream

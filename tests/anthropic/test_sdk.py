@@ -9,9 +9,10 @@ import httpx
 import pytest
 
 import anthropic
-from tests.anthropic.conftest import ASK, CALL_JSON, TIME, WEATHER, blocks, live
+from tests.anthropic.conftest import ASK, TIME, blocks, live
 from toolshim.errors import UpstreamStatusError
-from toolshim.testing import FakeUpstream, Reply, call
+from toolshim.testing import CALL_JSON, FakeUpstream, Reply, call
+from toolshim.testing import WEATHER_ANTHROPIC as WEATHER
 
 NATIVE_CALL = Reply(None, [call("get_weather", {"city": "Paris"}, id="call_1")])
 

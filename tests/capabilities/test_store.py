@@ -23,7 +23,7 @@ from tests.capabilities import workers
 from toolshim.capabilities.facts import Fact, Source
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.store import default_store_path
-from toolshim.capabilities.store_sqlite import MIGRATIONS, CapabilityStore
+from toolshim.capabilities.stores.sqlite import MIGRATIONS, CapabilityStore
 from toolshim.errors import StoreError
 
 UP = "http://127.0.0.1:11434/v1"

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from toolshim.capabilities.facts import Fact, Source
-from toolshim.capabilities.store_sqlite import CapabilityStore
+from toolshim.capabilities.stores.sqlite import CapabilityStore
 
 SOURCES = [Source.PROFILE, Source.UPSTREAM, Source.RUNTIME_ERROR, Source.PROBE, Source.USER]
 

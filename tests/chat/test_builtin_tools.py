@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolshim.chat.builtin import builtin_tools, current_time, load_tool, load_tools
-from toolshim.chat.units import UNITS, convert, find_unit, format_conversion
+from toolshim.builtins import current_time
+from toolshim.builtins.units import UNITS, convert, find_unit, format_conversion
+from toolshim.chat.builtin import builtin_tools, load_tool, load_tools
 from toolshim.errors import ConfigError
 
 

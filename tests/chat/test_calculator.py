@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from toolshim.chat.calculator import MAX_INT_BITS, evaluate
+from toolshim.builtins.calculator import MAX_INT_BITS, evaluate
 
 NUMBERS = st.one_of(
     st.integers(min_value=-1000, max_value=1000),

@@ -16,22 +16,10 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from tests.e2e.conftest import FakeUpstreamProcess, Process, ProxyFactory
+from toolshim.testing import CALL_JSON, WEATHER
 
 pytestmark = pytest.mark.e2e
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 FENCED_CALL = f"Sure.\n```json\n{CALL_JSON}\n```"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 
@@ -246,7 +234,7 @@ def test_langchain_streaming_gets_a_tool_call(
 
 
 def test_an_unreachable_upstream_is_named_at_start_up(serve: ProxyFactory) -> None:
-    from tests.e2e.conftest import free_port
+    from toolshim.testing import free_port
 
     closed = f"http://127.0.0.1:{free_port()}/v1"
     proxy = serve(upstream=closed)

@@ -14,20 +14,10 @@ import openai
 import pytest
 
 from tests.e2e.conftest import FakeUpstreamProcess, Process, ProxyFactory
+from toolshim.testing import WEATHER_RESPONSES as WEATHER
 
 pytestmark = pytest.mark.e2e
 
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-    "strict": False,
-}
 TIME = {**WEATHER, "name": "get_time", "description": "Local time in a city"}
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is 18°C and sunny in Paris."

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, free_port, start
 from tests.e2e.fake_local import SERVED_MODEL
 from toolshim.capabilities.registry import Registry
+from toolshim.testing import FakeUpstreamProcess, free_port, start_process
 
 pytestmark = pytest.mark.e2e
 
@@ -131,7 +131,7 @@ def test_env_vars_configure_the_proxy(fake_upstream: FakeUpstreamProcess, tmp_pa
         "TOOLSHIM_REGISTRY": str(tmp_path / "reg.sqlite3"),
         "TOOLSHIM_UPSTREAM_API_KEY": "env-upstream-key-123",
     }
-    proxy = start(SERVE, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz", env)
+    proxy = start_process(SERVE, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz", env)
     try:
         health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
         assert health["mode"] == "force"
@@ -155,7 +155,7 @@ def test_the_embedded_model_is_served_learned_and_stopped(tmp_path: Path) -> Non
     registry = tmp_path / "reg.sqlite3"
     notes = tmp_path / "local.log"
     args = [sys.executable, FAKE_LOCAL, "serve", "--port", str(port), "--registry", str(registry)]
-    proxy = start(
+    proxy = start_process(
         args,
         tmp_path / "serve.log",
         f"http://127.0.0.1:{port}/healthz",

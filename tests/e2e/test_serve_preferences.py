@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.capabilities.test_eval_preferences import TOOLS, store_eval_pick
-from tests.e2e.conftest import FakeUpstreamProcess, free_port, start
+from toolshim.testing import FakeUpstreamProcess, free_port, start_process
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +23,7 @@ def test_serve_uses_the_stored_preference(
     port = free_port()
     args = [sys.executable, "-m", "toolshim.cli.main", "serve", "--port", str(port)]
     args += ["--upstream", fake_upstream.base_url, "--registry", str(path), "--mode", "force"]
-    proxy = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
+    proxy = start_process(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
     try:
         answer = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",

@@ -15,14 +15,13 @@ import openai
 import pytest
 
 import anthropic
-from tests.responses.conftest import serve_proxy
 from tests.responses.readme import readme_blocks
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import create_app
 from toolshim.server.hosted_mcp import allowed_url
 from toolshim.server.limits import Limits
-from toolshim.testing import FunctionUpstream, Reply, call
+from toolshim.testing import FunctionUpstream, Reply, ServedApp, call
 
 pytestmark = pytest.mark.e2e
 
@@ -57,8 +56,8 @@ def proxy(tmp_path: Path) -> Iterator[Any]:
     def start(upstream: Any, allow: tuple[str, ...], **options: Any) -> openai.OpenAI:
         registry = Registry.open(tmp_path / f"registry{len(opened)}.sqlite3", profiles=False)
         app = create_app(Engine(upstream, registry=registry), mcp_allow=allow, **options)
-        context = serve_proxy(app)
-        client = openai.OpenAI(base_url=context.__enter__(), api_key="sk", max_retries=0)
+        context = ServedApp(app)
+        client = openai.OpenAI(base_url=context.__enter__().base_url, api_key="sk", max_retries=0)
         opened.append((context, client, registry))
         return client
 

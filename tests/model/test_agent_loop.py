@@ -4,24 +4,22 @@ the examples, the openai SDK round trip and `toolshim chat`. Temperature 0."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import pytest
-import uvicorn
 
 from toolshim import Agent, tool
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.local import EmbeddedServer
 from toolshim.server import create_app
+from toolshim.testing import WEATHER as WEATHER_TOOL
+from toolshim.testing import ServedApp
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 pytestmark = pytest.mark.model
@@ -37,21 +35,8 @@ def served(qwen: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> It
     qwen.record_capabilities(registry)
     engine = Engine(OpenAIUpstream(qwen.base_url, key=qwen.key, timeout=300), registry=registry)
     app = create_app(engine, default_model=qwen.model, pin_model=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+    with ServedApp(app) as proxy:
+        yield proxy.base_url
 
 
 @tool
@@ -73,20 +58,6 @@ def test_the_readme_agent_snippet_reaches_the_answer(served: str) -> None:
     assert result.completed, result
     assert "21" in result.output and "sunny" in result.output.lower()
     assert result.tool_runs and {r.name for r in result.tool_runs} == {"get_weather"}
-
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.anthropic.conftest import WEATHER, blocks, live
+from tests.anthropic.conftest import blocks, live
 from toolshim.local import EmbeddedServer
+from toolshim.testing import WEATHER_ANTHROPIC as WEATHER
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 pytestmark = pytest.mark.model

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Process, free_port, start
 from toolshim.evaluation.coding_clients import CLIENTS
 from toolshim.evaluation.coding_tasks import load_coding_tasks
+from toolshim.testing import Process, free_port, start_process
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -64,7 +64,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
         "--registry",
         str(folder / "capabilities.sqlite3"),
     ]
-    proxy = start(args, folder / "serve.log", f"http://127.0.0.1:{port}/healthz")
+    proxy = start_process(args, folder / "serve.log", f"http://127.0.0.1:{port}/healthz")
     yield proxy
     proxy.stop()
 

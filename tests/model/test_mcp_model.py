@@ -21,13 +21,13 @@ import pytest
 import anthropic
 from tests.mcp_servers.conftest import install_filesystem_server, run_http_server, write_notes
 from tests.model.conftest import _why_unavailable
-from tests.responses.conftest import serve_proxy
 from toolshim import Agent
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.local import EmbeddedServer
 from toolshim.mcp import MCPStdio
 from toolshim.server import create_app
+from toolshim.testing import ServedApp
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 pytestmark = pytest.mark.model
@@ -107,8 +107,8 @@ def test_the_proxy_runs_a_hosted_mcp_tool_for_the_model(
     engine = Engine(OpenAIUpstream(qwen.base_url, key=qwen.key, timeout=300), registry=registry)
     with run_http_server(tmp_path) as url:
         app = create_app(engine, default_model=qwen.model, pin_model=True, mcp_allow=(url,))
-        with serve_proxy(app) as base:
-            client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+        with ServedApp(app) as served:
+            client = openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0)
             response = client.responses.create(
                 model=qwen.model,
                 input="What is the weather in Paris?",
@@ -124,9 +124,7 @@ def test_the_proxy_runs_a_hosted_mcp_tool_for_the_model(
                 ],
             )
             client.close()
-            messages = anthropic.Anthropic(
-                base_url=base.removesuffix("/v1"), api_key="unused", max_retries=0
-            )
+            messages = anthropic.Anthropic(base_url=served.url, api_key="unused", max_retries=0)
             message = messages.beta.messages.create(
                 model=qwen.model,
                 max_tokens=200,

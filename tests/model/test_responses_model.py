@@ -14,11 +14,11 @@ from typing import Any
 import openai
 import pytest
 
-from tests.responses.conftest import serve_proxy
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.local import EmbeddedServer
 from toolshim.server import create_app
+from toolshim.testing import ServedApp
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 pytestmark = pytest.mark.model
@@ -67,7 +67,7 @@ def client_for(qwen: EmbeddedServer, tmp_path: Path) -> Iterator[Callable[[str],
             upstream = OpenAIUpstream(qwen.base_url, key=qwen.key, timeout=300)
             engine = Engine(upstream, registry=registry, mode=mode)
             app = create_app(engine, default_model=qwen.model, pin_model=True)
-            base_url = stack.enter_context(serve_proxy(app))
+            base_url = stack.enter_context(ServedApp(app)).base_url
             sdk = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
             stack.callback(sdk.close)
             return sdk

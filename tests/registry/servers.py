@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PostgresServer", "RedisServer", "free_port", "need"]
+from toolshim.testing import free_port
+
+__all__ = ["PostgresServer", "RedisServer", "need"]
 
 REDIS_PASSWORD = "s3cret-redis"
 """Every test Redis requires this password, so credentials travel in every URL under test."""
@@ -37,12 +39,6 @@ def need(binary: str | None, what: str) -> str:
     if os.environ.get("CI"):
         pytest.fail(f"{message}; CI must run the PostgreSQL and Redis tests")
     pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_for_port(port: int, deadline: float, process: subprocess.Popen[bytes] | None) -> None:

@@ -16,9 +16,9 @@ from toolshim.capabilities.store import (
     MAX_DOCUMENT_BYTES,
     FactStore,
     layers_by_name,
-    open_store,
     standing_entries,
 )
+from toolshim.capabilities.stores import open_store
 from toolshim.errors import StoreError
 
 UP = "http://127.0.0.1:11434/v1"

@@ -13,8 +13,8 @@ from tests.registry.servers import PostgresServer, RedisServer, running
 from tests.registry.test_replicas import eventually
 from toolshim.capabilities.documents import HeldDocuments
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store import open_store
-from toolshim.capabilities.store_sqlite import SQLiteStore
+from toolshim.capabilities.stores import open_store
+from toolshim.capabilities.stores.sqlite import SQLiteStore
 from toolshim.errors import StoreError
 from toolshim.responses_store import open_response_store
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from tests.registry.servers import PostgresServer, RedisServer, running
 from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store import open_store
+from toolshim.capabilities.stores import open_store
 from toolshim.cli.main import app
 
 UP = "http://127.0.0.1:11434/v1"

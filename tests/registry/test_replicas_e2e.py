@@ -6,7 +6,6 @@ store once it is back."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,9 +15,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, Process, free_port, start
 from tests.registry.servers import PostgresServer, RedisServer, running
-from toolshim.capabilities.store import open_store
+from toolshim.capabilities.stores import open_store
+from toolshim.testing import (
+    CALL_JSON,
+    FakeUpstreamProcess,
+    Process,
+    free_port,
+    start_fake_upstream,
+    start_serve,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -33,36 +39,22 @@ WEATHER = {
         },
     },
 }
-CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeUpstreamProcess]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("upstream") / "upstream.log"
-    args = [sys.executable, "-m", "toolshim.testing.server", "--port", str(port)]
-    process = start(args, log, f"http://127.0.0.1:{port}/v1/models")
-    try:
-        yield FakeUpstreamProcess(process, f"http://127.0.0.1:{port}/v1")
-    finally:
-        process.stop()
+    with start_fake_upstream(tmp_path_factory.mktemp("upstream") / "upstream.log") as upstream:
+        yield upstream
 
 
 def replica(registry: str, upstream: FakeUpstreamProcess, home: Path, name: str) -> Process:
     port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "toolshim.cli.main",
-        "serve",
-        "--upstream",
-        upstream.base_url,
-        "--port",
-        str(port),
-        "--registry",
-        registry,
-    ]
-    process = start(args, home / f"{name}.log", f"http://127.0.0.1:{port}/healthz")
+    process = start_serve(
+        upstream=upstream.base_url,
+        port=port,
+        registry=registry,
+        log=home / f"{name}.log",
+    )
     process.url = f"http://127.0.0.1:{port}/v1"
     return process
 

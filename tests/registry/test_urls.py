@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store import open_store, scrub
+from toolshim.capabilities.store import scrub
+from toolshim.capabilities.stores import open_store
 from toolshim.cli.main import app
 from toolshim.errors import ConfigError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from toolshim.capabilities.facts import Fact, Source
-from toolshim.capabilities.store import open_store
+from toolshim.capabilities.stores import open_store
 
 SOURCES = list(Source)
 

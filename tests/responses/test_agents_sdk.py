@@ -15,9 +15,8 @@ import pytest
 
 from tests.responses.conftest import LiveFactory
 from tests.responses.readme import readme_blocks
-from toolshim.testing import FakeUpstream
+from toolshim.testing import CALL_JSON, FakeUpstream
 
-CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 ANSWER = "It is 18°C and sunny in Paris."
 
 

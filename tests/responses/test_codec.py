@@ -15,6 +15,8 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from toolshim.errors import InvalidRequestError, ToolCallError, UpstreamStatusError
+from toolshim.testing import WEATHER_RESPONSES as WEATHER
+from toolshim.testing import read_sse
 from toolshim.types import (
     Choice,
     Completion,
@@ -34,17 +36,6 @@ from toolshim.wire.openai_responses_events import (
 from toolshim.wire.openai_responses_input import ResponsesContext, ResponsesRequest, decode_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-    "strict": False,
-}
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 
 
@@ -303,12 +294,9 @@ def test_a_completion_is_a_response_object_the_sdk_reads() -> None:
 
 def parse_sse(data: list[bytes]) -> list[dict[str, Any]]:
     events = []
-    for block in b"".join(data).decode().split("\n\n"):
-        if not block:
-            continue
-        name, payload = block.split("\n", 1)
-        event = json.loads(payload.removeprefix("data: "))
-        assert name == f"event: {event['type']}"
+    for item in read_sse(data):
+        event = item.json()
+        assert item.event == event["type"]
         events.append(event)
     return events
 

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -29,8 +28,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.e2e.conftest import free_port, start
 from tests.responses.readme import readme_blocks
+from toolshim.testing import free_port, start_serve
 from toolshim.testing.server import ScriptedUpstream, serve_app, serve_fake
 
 pytestmark = pytest.mark.e2e
@@ -134,21 +133,11 @@ def test_codex_runs_an_emulated_shell_call_through_toolshim(
 ) -> None:
     upstream_url, upstream = scripted_model
     port = free_port()
-    proxy = start(
-        [
-            sys.executable,
-            "-m",
-            "toolshim.cli.main",
-            "serve",
-            "--upstream",
-            upstream_url,
-            "--port",
-            str(port),
-            "--registry",
-            str(tmp_path / "capabilities.sqlite3"),
-        ],
-        tmp_path / "serve.log",
-        f"http://127.0.0.1:{port}/healthz",
+    proxy = start_serve(
+        upstream=upstream_url,
+        port=port,
+        registry=tmp_path / "capabilities.sqlite3",
+        log=tmp_path / "serve.log",
     )
     seen: list[dict[str, Any]] = []
     home, work = tmp_path / "codex-home", tmp_path / "work"

@@ -15,21 +15,10 @@ import pytest
 from tests.responses.conftest import LiveFactory
 from toolshim.capabilities.registry import Registry
 from toolshim.errors import UpstreamConnectionError, UpstreamStatusError, UpstreamTimeoutError
-from toolshim.testing import FakeUpstream, Reply, call
+from toolshim.testing import CALL_JSON, FakeUpstream, Reply, call
+from toolshim.testing import WEATHER_RESPONSES as WEATHER
 
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-    "strict": False,
-}
 QUESTION = "What is the weather in Paris?"
-CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 NATIVE_CALL = Reply(None, [call("get_weather", {"city": "Paris"}, id="call_native")])
 
 # mode -> (how the upstream treats tools, its replies for one question that needs the tool)

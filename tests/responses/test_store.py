@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolshim.capabilities.registry import Registry
-from toolshim.capabilities.store_sqlite import SQLiteStore
+from toolshim.capabilities.stores.sqlite import SQLiteStore
 from toolshim.errors import InvalidRequestError
 from toolshim.responses_store import MemoryDocuments, ResponseStore, open_response_store
 

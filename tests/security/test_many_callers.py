@@ -16,7 +16,7 @@ import pytest
 from tests.server.helpers import Proxy, assemble, proxy, sse_events
 from toolshim.server.auth import AccessKeys
 from toolshim.server.limits import Limits
-from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call
+from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call, read_sse
 
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-fedcba9876543210xx"
@@ -185,7 +185,7 @@ async def test_a_chain_is_stored_without_repeating_it() -> None:
     """Each document holds only its turn: a 200-deep chain stores ~200 turns' items, not
     20,000 (it repeated the whole chain in each, 115 MB for 1,000 turns)."""
     from toolshim.capabilities.registry import Registry
-    from toolshim.capabilities.store_sqlite import SQLiteStore
+    from toolshim.capabilities.stores.sqlite import SQLiteStore
 
     store = SQLiteStore(":memory:")
     async with proxy(FakeUpstream(["ok"] * 300), registry=Registry(store)) as p:
@@ -256,13 +256,7 @@ async def test_a_response_too_big_to_store_says_so(keys: AccessKeys, stream: boo
 
 
 def _responses_events(text: str) -> list[dict[str, Any]]:
-    import json
-
-    return [
-        json.loads(line[len("data: ") :])
-        for line in text.splitlines()
-        if line.startswith("data: ") and line != "data: [DONE]"
-    ]
+    return [event.json() for event in read_sse(text) if event.data != "[DONE]"]
 
 
 # -- rescue and tool results ------------------------------------------------------------------

@@ -3,13 +3,13 @@ registry) over the scripted upstream (``python -m toolshim.testing.server``)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, fake_upstream, free_port, start
+from tests.e2e.conftest import fake_upstream
+from toolshim.testing import FakeUpstreamProcess, free_port, start_serve
 
 __all__ = ["fake_upstream"]  # the scripted upstream process, a fixture of the e2e suite
 
@@ -27,13 +27,14 @@ def served(
     keys = home / "keys"
     keys.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
     port = free_port()
-    args = [
-        *(sys.executable, "-m", "toolshim.cli.main", "serve"),
-        *("--upstream", fake_upstream.base_url, "--port", str(port), "--mode", "off"),
-        *("--registry", str(home / "registry.sqlite3"), "--auth-keys", str(keys)),
+    proxy = start_serve(
+        *("--mode", "off", "--auth-keys", str(keys)),
         *("--admin-keys", "alice", "--max-messages", "8", "--store-key-quota", "64K"),
-    ]
-    proxy = start(args, home / "serve.log", f"http://127.0.0.1:{port}/healthz")
+        upstream=fake_upstream.base_url,
+        port=port,
+        registry=home / "registry.sqlite3",
+        log=home / "serve.log",
+    )
     fake_upstream.script(replies=["noted"], repeat=True)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -12,11 +12,11 @@ import pytest
 
 from tests.security.helpers import calling_upstream, recording_server, tool_body
 from tests.server.helpers import proxy
-from tests.server.test_disconnect import serve_proxy
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.errors import InvalidRequestError
 from toolshim.server import create_app
+from toolshim.testing import ServedApp
 
 
 def _post(base_url: str, body: dict[str, Any]) -> httpx.Response:
@@ -33,8 +33,8 @@ def test_a_file_ref_is_refused_through_the_real_proxy(tmp_path: Path) -> None:
     ref = secret.as_uri()
     upstream = calling_upstream({"city": "Paris"})
     engine = Engine(upstream, mode="force", registry=Registry())
-    with serve_proxy(create_app(engine)) as base_url:
-        response = _post(base_url, tool_body({"properties": {"city": {"$ref": ref}}}))
+    with ServedApp(create_app(engine)) as served:
+        response = _post(served.url, tool_body({"properties": {"city": {"$ref": ref}}}))
     assert response.status_code == 400, response.text
     assert "FILE-SECRET" not in response.text
     error = response.json()["error"]
@@ -49,12 +49,12 @@ def test_an_http_ref_to_a_real_server_is_never_fetched() -> None:
     engine = Engine(upstream, mode="force", registry=Registry())
     with (
         recording_server({"enum": ["HTTP-SECRET"]}) as leak,
-        serve_proxy(create_app(engine)) as base_url,
+        ServedApp(create_app(engine)) as served,
     ):
         ref = f"{leak.base_url}/s.json"
         for stream in (False, True):
             body = tool_body({"properties": {"city": {"$ref": ref}}}, stream=stream)
-            response = _post(base_url, body)
+            response = _post(served.url, body)
             assert response.status_code == 400, response.text
             assert "HTTP-SECRET" not in response.text
             assert repr(ref) in response.json()["error"]["message"]

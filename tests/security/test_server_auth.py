@@ -4,7 +4,6 @@ and the refusal to listen beyond loopback without keys."""
 from __future__ import annotations
 
 import io
-import logging
 import os
 import subprocess
 import sys
@@ -16,9 +15,9 @@ import pytest
 
 from tests.server.helpers import chat, metric, proxy
 from toolshim.errors import ConfigError
-from toolshim.server import configure_logging
 from toolshim.server.auth import AccessKeys
 from toolshim.testing import FakeUpstream
+from toolshim.testing.logs import captured_logs
 
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-fedcba9876543210xx"
@@ -139,16 +138,8 @@ async def test_a_probe_to_healthz_never_forwards_the_proxy_key_upstream(
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
-    stream = io.StringIO()
-    configure_logging("debug", stream=stream)
-    yield stream
-    for handler in list(root.handlers):
-        if handler not in saved[1]:
-            root.removeHandler(handler)
-    root.setLevel(saved[0])
-    logging.getLogger("toolshim").setLevel(saved[2])
+    with captured_logs("debug") as stream:
+        yield stream
 
 
 async def test_logs_name_the_key_and_never_show_it(

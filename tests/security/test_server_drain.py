@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, Process, fake_upstream, free_port, start
+from tests.e2e.conftest import fake_upstream
+from toolshim.testing import FakeUpstreamProcess, Process, free_port, start_serve
 
 pytestmark = pytest.mark.e2e
 
@@ -25,21 +26,14 @@ REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 def serve(tmp_path: Path, upstream: FakeUpstreamProcess, drain: str) -> Process:
     port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "toolshim.cli.main",
-        "serve",
-        "--upstream",
-        upstream.base_url,
-        "--port",
-        str(port),
-        "--registry",
-        str(tmp_path / "capabilities.sqlite3"),
+    process = start_serve(
         "--drain-timeout",
         drain,
-    ]
-    process = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
+        upstream=upstream.base_url,
+        port=port,
+        registry=tmp_path / "capabilities.sqlite3",
+        log=tmp_path / "serve.log",
+    )
     process.url = f"http://127.0.0.1:{port}/v1"
     return process
 

@@ -23,7 +23,7 @@ from tests.security.fuzz_bodies import (
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import create_app
-from toolshim.testing import FunctionUpstream
+from toolshim.testing import FunctionUpstream, SSEEvent, read_sse
 
 APP = create_app(Engine(FunctionUpstream(lambda body: "ok"), registry=Registry()))
 FUZZ = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
@@ -49,10 +49,10 @@ def check(response: httpx.Response, sent: Any) -> None:
         assert "Traceback" not in error["message"]
         return
     if response.headers["content-type"].startswith("text/event-stream"):
-        events = [b for b in response.text.split("\n\n") if b.strip()]
-        assert events[-1] == "data: [DONE]", response.text
-        for block in events[:-1]:
-            data = json.loads(block.removeprefix("data: "))
+        events = read_sse(response.text)
+        assert events[-1] == SSEEvent("[DONE]"), response.text
+        for event in events[:-1]:
+            data = event.json()
             assert "choices" in data or "error" in data
     else:
         assert response.json()["choices"], response.text
@@ -75,11 +75,7 @@ def check_protocol(response: httpx.Response, sent: Any, path: str) -> None:
         assert "Traceback" not in error["message"]
         return
     if response.headers["content-type"].startswith("text/event-stream"):
-        events = [
-            json.loads(line.removeprefix("data: "))
-            for line in response.text.splitlines()
-            if line.startswith("data: ") and line != "data: [DONE]"
-        ]
+        events = [event.json() for event in read_sse(response.text) if event.data != "[DONE]"]
         last = events[-1]["type"]
         ends = (
             ("message_stop", "error")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import io
-import logging
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, fake_upstream, free_port, start
+from tests.e2e.conftest import fake_upstream
 from tests.server.helpers import chat, proxy
 from toolshim.errors import UpstreamStatusError
-from toolshim.server import configure_logging
-from toolshim.testing import FakeUpstream
+from toolshim.testing import FakeUpstream, FakeUpstreamProcess, free_port, start_serve
+from toolshim.testing.logs import captured_logs
 
 __all__ = ["fake_upstream"]  # the fixture, imported for this module's tests
 
@@ -36,16 +34,8 @@ class EchoesCredentials(FakeUpstream):
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
-    stream = io.StringIO()
-    configure_logging("debug", stream=stream)
-    yield stream
-    for handler in list(root.handlers):
-        if handler not in saved[1]:
-            root.removeHandler(handler)
-    root.setLevel(saved[0])
-    logging.getLogger("toolshim").setLevel(saved[2])
+    with captured_logs("debug") as stream:
+        yield stream
 
 
 @pytest.mark.parametrize(
@@ -86,21 +76,14 @@ def test_user_and_password_in_the_upstream_url_never_show(
     port = fake_upstream.base_url.rsplit(":", 1)[1].split("/")[0] if reachable else "9"
     upstream = f"http://admin:{PASSWORD}@127.0.0.1:{port}/v1"
     proxy_port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "toolshim.cli.main",
-        "serve",
-        "--upstream",
-        upstream,
-        "--port",
-        str(proxy_port),
-        "--registry",
-        str(tmp_path / "capabilities.sqlite3"),
+    process = start_serve(
         "--upstream-retries",
         "0",
-    ]
-    process = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{proxy_port}/healthz")
+        upstream=upstream,
+        port=proxy_port,
+        registry=tmp_path / "capabilities.sqlite3",
+        log=tmp_path / "serve.log",
+    )
     base = f"http://127.0.0.1:{proxy_port}"
     try:
         with httpx.Client(base_url=base, timeout=30) as client:

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import FakeUpstreamProcess, Process, fake_upstream, free_port, start
+from tests.e2e.conftest import fake_upstream
+from toolshim.testing import FakeUpstreamProcess, Process, free_port, start_process, start_serve
 
 pytestmark = pytest.mark.e2e
 
@@ -33,25 +34,18 @@ def proxy(
     fake_upstream.script(replies=["hello"], repeat=True)
     port = free_port()
     home = tmp_path_factory.mktemp("slow")
-    args = [
-        sys.executable,
-        "-m",
-        "toolshim.cli.main",
-        "serve",
-        "--upstream",
-        fake_upstream.base_url,
-        "--port",
-        str(port),
-        "--registry",
-        str(home / "capabilities.sqlite3"),
+    process = start_serve(
         "--header-timeout",
         "1",
         "--body-timeout",
         "1",
         "--idle-timeout",
         "1",
-    ]
-    process = start(args, home / "serve.log", f"http://127.0.0.1:{port}/healthz")
+        upstream=fake_upstream.base_url,
+        port=port,
+        registry=home / "capabilities.sqlite3",
+        log=home / "serve.log",
+    )
     process.url = f"http://127.0.0.1:{port}"
     try:
         yield process
@@ -191,7 +185,7 @@ def test_at_a_low_open_file_limit_slow_connections_make_room_for_real_clients(
         "--registry",
         str(tmp_path / "capabilities.sqlite3"),
     ]
-    process = start(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
+    process = start_process(args, tmp_path / "serve.log", f"http://127.0.0.1:{port}/healthz")
     process.url = f"http://127.0.0.1:{port}"
     slow = []
     try:

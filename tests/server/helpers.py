@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,21 +14,9 @@ import openai
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import ProxyApp, create_app
+from toolshim.testing import CALL_JSON, WEATHER, read_sse
 from toolshim.upstreams.base import Upstream
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-CALL_JSON = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
 FENCED_CALL = f"```json\n{CALL_JSON}\n```"
 
 
@@ -73,12 +60,9 @@ async def proxy(
 def sse_events(text: str) -> list[Any]:
     """The ``data:`` payloads of an SSE body: JSON objects, and the string "[DONE]"."""
     events: list[Any] = []
-    for block in text.split("\n\n"):
-        if not block.strip():
-            continue
-        assert block.startswith("data: "), f"not an SSE data event: {block!r}"
-        data = block[len("data: ") :]
-        events.append(data if data == "[DONE]" else json.loads(data))
+    for event in read_sse(text):
+        assert event.event is None, f"not an SSE data event: {event!r}"
+        events.append(event.data if event.data == "[DONE]" else event.json())
     return events
 
 

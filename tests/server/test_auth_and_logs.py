@@ -14,6 +14,7 @@ import pytest
 from tests.server.helpers import CALL_JSON, chat, proxy
 from toolshim.server.logs import configure_logging, redact
 from toolshim.testing import FakeUpstream
+from toolshim.testing.logs import captured_logs
 from toolshim.testing.server import ScriptedUpstream, serve_fake
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
@@ -75,16 +76,8 @@ async def test_authorization_reaches_a_real_upstream_over_http() -> None:
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
     """toolshim's log handler at debug, writing into a buffer; logging restored afterwards."""
-    root = logging.getLogger()
-    saved = (root.level, list(root.handlers), logging.getLogger("toolshim").level)
-    stream = io.StringIO()
-    configure_logging("debug", secrets=[UPSTREAM_KEY], stream=stream)
-    yield stream
-    for handler in list(root.handlers):
-        if handler not in saved[1]:
-            root.removeHandler(handler)
-    root.setLevel(saved[0])
-    logging.getLogger("toolshim").setLevel(saved[2])
+    with captured_logs("debug", secrets=[UPSTREAM_KEY]) as stream:
+        yield stream
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -3,43 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 
 from tests.server.helpers import chat, metric
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.server import ProxyApp, create_app
+from toolshim.testing import ServedApp
 from toolshim.testing.server import ScriptedUpstream, serve_fake
 from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
-
-
-@contextmanager
-def serve_proxy(app: ProxyApp) -> Iterator[str]:
-    """Run the app under uvicorn in a thread; yield its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def wait_for(condition: object, timeout: float = 5.0) -> bool:
@@ -65,7 +40,8 @@ def test_a_client_disconnect_cancels_the_upstream_request(stream: bool) -> None:
     with serve_fake(ScriptedUpstream(script)) as upstream_server:
         engine = Engine(AiohttpUpstream(upstream_server.base_url), registry=Registry())
         app = create_app(engine)
-        with serve_proxy(app) as base_url:
+        with ServedApp(app) as served:
+            base_url = served.url
 
             async def leave_early() -> None:
                 async with httpx.AsyncClient(base_url=base_url, timeout=0.5) as client:

@@ -3,7 +3,6 @@ Anthropic's events in their exact order."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolshim.errors import ConfigError, InvalidRequestError, ToolCallError
+from toolshim.testing import read_sse
 from toolshim.types import Metadata, StreamChunk, ToolCallDelta, ToolChoice, Usage
 from toolshim.wire.anthropic_messages import CODEC, error_type, stop_reason
 from toolshim.wire.openai_chat import request_to_body
@@ -30,10 +30,9 @@ def request(**extra: Any) -> dict[str, Any]:
 def events(raw: list[bytes]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for item in raw:
-        name, data = item.decode().rstrip("\n").split("\n")
-        assert name.startswith("event: ") and data.startswith("data: ")
-        payload = json.loads(data[len("data: ") :])
-        assert payload["type"] == name[len("event: ") :]
+        [event] = read_sse(item)
+        payload = event.json()
+        assert payload["type"] == event.event
         out.append((payload["type"], payload))
     return out
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from toolshim.errors import InvalidRequestError
+from toolshim.testing import WEATHER_FUNCTION as WEATHER
 from toolshim.types import (
     Choice,
     Completion,
@@ -31,15 +32,6 @@ from toolshim.wire.openai import (
     request_to_body,
 )
 
-WEATHER = {
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
 TIME = {"name": "get_time", "parameters": {"type": "object", "properties": {}}}
 
 

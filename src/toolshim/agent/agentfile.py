@@ -41,7 +41,6 @@ the file, the phase and the key, before any model is called.
 from __future__ import annotations
 
 import difflib
-import importlib
 import json
 import os
 import re
@@ -53,8 +52,10 @@ from pathlib import Path
 from typing import Any
 
 from toolshim.agent.tools import Tool
+from toolshim.builtins import BUILTIN_FUNCTIONS
 from toolshim.dialects import available_dialects, get_dialect
 from toolshim.errors import ConfigError
+from toolshim.import_path import import_attribute, split_import_path
 from toolshim.mcp.servers import MCPServerSpec, servers_from_tables
 from toolshim.types import Mode
 
@@ -380,10 +381,9 @@ def _resolve_tool(path: str, where: str, problems: list[str], base_dir: Path | N
 
 
 def _builtin_tools() -> dict[str, Tool]:
-    """The chat's demo tools by name (imported late: the chat package is large)."""
-    from toolshim.chat.builtin import builtin_tools
-
-    return {tool.name: tool for tool in builtin_tools()}
+    """The built-in demo tools by name."""
+    tools = [Tool(function) for function in BUILTIN_FUNCTIONS]
+    return {tool.name: tool for tool in tools}
 
 
 def _modules_defining(name: str, *directories: Path | None) -> list[tuple[str, str]]:
@@ -416,12 +416,12 @@ def _modules_defining(name: str, *directories: Path | None) -> list[tuple[str, s
 
 
 def _import_tool(path: str, where: str, problems: list[str]) -> Tool | None:
-    module_name, colon, attribute = path.partition(":")
-    if not colon or not module_name.strip() or not attribute.strip():
+    parts = split_import_path(path)
+    if parts is None:
         dotted = path.strip().rpartition(".")
         hint = (
             f"; did you mean {f'{dotted[0]}:{dotted[2]}'!r}?"
-            if not colon and dotted[0] and dotted[2]
+            if ":" not in path and dotted[0] and dotted[2]
             else ""
         )
         problems.append(
@@ -431,30 +431,12 @@ def _import_tool(path: str, where: str, problems: list[str]) -> Tool | None:
         )
         return None
     try:
-        target: Any = importlib.import_module(module_name.strip())
-    except ImportError as exc:
-        problems.append(
-            f"{where}: tool {path!r}: cannot import module {module_name!r} ({exc}); it is "
-            "looked up on sys.path, the current directory and the agent file's directory"
+        target = import_attribute(
+            *parts, looked_up="sys.path, the current directory and the agent file's directory"
         )
+    except ConfigError as exc:
+        problems.append(f"{where}: tool {path!r}: {exc.message}")
         return None
-    except Exception as exc:  # the module itself failed while importing: report, do not crash
-        problems.append(
-            f"{where}: tool {path!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
-        )
-        return None
-    module = target
-    for part in attribute.strip().split("."):
-        if not hasattr(target, part):
-            available = sorted(
-                n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-            )
-            problems.append(
-                f"{where}: tool {path!r}: module {module_name!r} has no {attribute!r}; its "
-                f"functions are: {', '.join(available) or '(none)'}"
-            )
-            return None
-        target = getattr(target, part)
     if not callable(target):
         problems.append(f"{where}: tool {path!r} is {_kind(target)}, not a function")
         return None

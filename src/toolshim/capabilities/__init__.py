@@ -4,14 +4,9 @@ from toolshim.capabilities.facts import FACT_NAMES, Fact, Source, Support, merge
 from toolshim.capabilities.profiles import ProfileTable, normalize_name, shipped_profiles
 from toolshim.capabilities.registry import ANY_UPSTREAM, ModelReport, Registry
 from toolshim.capabilities.rejections import REJECTIONS, Rejection, match_rejection
-from toolshim.capabilities.store import (
-    DocumentStore,
-    FactStore,
-    default_store_path,
-    open_store,
-    redact_url,
-)
-from toolshim.capabilities.store_sqlite import CapabilityStore, SQLiteStore
+from toolshim.capabilities.store import DocumentStore, FactStore, default_store_path, redact_url
+from toolshim.capabilities.stores import open_store
+from toolshim.capabilities.stores.sqlite import CapabilityStore, SQLiteStore
 
 __all__ = [
     "ANY_UPSTREAM",

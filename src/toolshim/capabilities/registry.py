@@ -43,7 +43,8 @@ from toolshim.capabilities.report import (
     ModelReport,
     fact_dict,
 )
-from toolshim.capabilities.store import FactStore, open_store, standing_entries
+from toolshim.capabilities.store import FactStore, standing_entries
+from toolshim.capabilities.stores import open_store
 from toolshim.capabilities.sync import Forget, Put, Seen
 from toolshim.errors import StoreError
 from toolshim.types import Strategy
@@ -87,7 +88,7 @@ class Registry(StoreMirror):
         cache_seconds: float = 1.0,
     ) -> None:
         if store is None:
-            from toolshim.capabilities.store_sqlite import SQLiteStore
+            from toolshim.capabilities.stores.sqlite import SQLiteStore
 
             store = SQLiteStore(":memory:")
         self.profiles = profiles
@@ -196,13 +197,11 @@ class Registry(StoreMirror):
 
     def preferred_dialect(self, upstream: str, model: str) -> str | None:
         """The dialect to emulate with, if one is known *and* this toolshim has it."""
-        from toolshim.dialects import available_dialects
-
         fact = self.fact(upstream, model, "dialect")
         if not fact or not fact.value:
             return None
         name = str(fact.value)
-        if name not in available_dialects():
+        if lacked_dialect(name) is not None:
             log.debug("preferred dialect %r for %s is not available; using json", name, model)
             return None
         return name
@@ -318,3 +317,15 @@ class Registry(StoreMirror):
     def record_seen(self, upstream: str, models: Iterable[str]) -> None:
         """Remember that ``upstream`` listed ``models``."""
         self._write(Seen(upstream, tuple(model_key(m) for m in models), time.time()))
+
+
+def lacked_dialect(name: object) -> str | None:
+    """None when this toolshim has a dialect called ``name``; else why a preference for it
+    goes unused ("dialect 'x', which this toolshim lacks (available: compact, …)"). The one
+    check behind :meth:`Registry.preferred_dialect` and the facts the embedded model stores."""
+    from toolshim.dialects import available_dialects
+
+    available = available_dialects()
+    if name in available:
+        return None
+    return f"dialect {name!r}, which this toolshim lacks (available: {', '.join(available)})"

@@ -1,4 +1,5 @@
-"""The capability store interface (a Protocol), where a ``--registry`` value points, and opening it.
+"""The capability store interface (a Protocol) and what every store shares; the stores are in
+:mod:`toolshim.capabilities.stores`, whose :func:`~toolshim.capabilities.stores.open_store` picks one.
 
 A store keeps facts per (upstream, model, fact name, source): every source its own layer, so a
 weaker fact is kept but never wins (precedence is decided in one place,
@@ -34,12 +35,12 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import platformdirs
 
 from toolshim.capabilities.facts import Fact, Source, strongest
-from toolshim.errors import ConfigError, StoreError
+from toolshim.errors import StoreError
 
 __all__ = [
     "DEFAULT_DOCUMENT_LIMIT",
@@ -52,7 +53,6 @@ __all__ = [
     "default_store_path",
     "document_json",
     "layers_by_name",
-    "open_store",
     "redact_url",
     "scrub",
     "standing_entries",
@@ -206,61 +206,6 @@ def scrub(text: str, secret: str | None) -> str:
     for form in {secret, unquote(secret)}:
         text = text.replace(form, "***")
     return text
-
-
-def open_store(where: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> FactStore:
-    """The store a ``--registry`` value names: a path or ``sqlite:///path`` (``":memory:"`` for a
-    private one), ``postgresql://…``, ``redis://…`` (``valkey://`` too); None: the default.
-
-    ConfigError for a scheme toolshim does not know or a client library that is not
-    installed; StoreError for a SQLite file that cannot be used at all.
-    """
-    if where is None:
-        where = os.environ.get("TOOLSHIM_REGISTRY") or default_store_path()
-    text = os.fspath(where)
-    if "://" not in text:
-        from toolshim.capabilities.store_sqlite import SQLiteStore
-
-        return SQLiteStore(text if text == ":memory:" else Path(text).expanduser(), timeout=timeout)
-    try:
-        parts = urlsplit(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"the registry URL {redact_url(text)!r} is malformed: {exc}", param="registry"
-        ) from exc
-    scheme = parts.scheme.lower()
-    if scheme == "sqlite":
-        from toolshim.capabilities.store_sqlite import SQLiteStore
-
-        return SQLiteStore(_sqlite_path(parts), timeout=timeout)
-    if scheme in ("postgresql", "postgres"):
-        from toolshim.capabilities.store_postgres import PostgresStore
-
-        return PostgresStore(text)
-    if scheme in ("redis", "rediss", "valkey", "valkeys"):
-        from toolshim.capabilities.store_redis import RedisStore
-
-        return RedisStore(text)
-    raise ConfigError(
-        f"unknown registry URL scheme {parts.scheme!r} in {redact_url(text)!r}; use a SQLite "
-        "path, sqlite:///path, postgresql://user@host/db or redis://host:6379/0",
-        param="registry",
-    )
-
-
-def _sqlite_path(parts: SplitResult) -> str:
-    """The file a ``sqlite:`` URL names: ``sqlite:///abs/path`` (or ``sqlite:////abs/path``),
-    ``sqlite:///:memory:`` or ``sqlite://`` for a private in-memory store."""
-    path = unquote(parts.path)
-    if parts.netloc:
-        raise ConfigError(
-            f"a sqlite: registry URL names a file, not a host ({parts.netloc!r}); "
-            "write sqlite:///path/to/file.sqlite3",
-            param="registry",
-        )
-    if path in ("", "/", "/:memory:"):
-        return ":memory:"
-    return "/" + path.lstrip("/")
 
 
 def layers_by_name(found: Iterable[Fact]) -> dict[str, list[Fact]]:

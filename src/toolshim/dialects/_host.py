@@ -1,17 +1,26 @@
 """What every reader of tagged call markup shares: the parser it reads through (Host), its
-answer (Resolution, NEED), and the calls it builds from JSON arguments."""
+answer (Resolution, NEED), a tagged call's body up to its closing tag, and the calls it builds
+from JSON arguments."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from toolshim.dialects._scan import MAX_DEPTH, RepairBudget
 from toolshim.dialects.calls import Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.segments import Segment, calls_segment
 
-__all__ = ["NEED", "Host", "Resolution", "json_arguments_call", "too_deep"]
+__all__ = [
+    "NEED",
+    "Host",
+    "Resolution",
+    "TaggedBody",
+    "json_arguments_call",
+    "tagged_body",
+    "too_deep",
+]
 
 NEED = None
 """A reader's answer when the text so far cannot decide (only before the reply is final)."""
@@ -42,6 +51,30 @@ class Host(Protocol):
 
     def inner(self, body: str, *, python: bool) -> Interpretation | None:
         """The calls in a tag's or fence's body, if the body is nothing but calls."""
+
+
+class TaggedBody(NamedTuple):
+    """A tagged call's body: its text, where the call ends (after the closing tag, or at the
+    end of a final reply that never closed it) and the closing tag (None: never closed)."""
+
+    text: str
+    end: int
+    close: re.Match[str] | None
+
+
+def tagged_body(
+    host: Host, closing: re.Pattern[str], t: int, head_end: int, final: bool
+) -> TaggedBody | None:
+    """The body of the call that starts at ``t``, from the end of its opening tag
+    (``head_end``) to the first ``closing`` match; None (answer :data:`NEED`) while no
+    closing tag has come and more text may."""
+    buf = host.buf
+    close = host.find(closing, t, head_end)
+    if close is not None:
+        return TaggedBody(buf[head_end : close.start()], close.end(), close)
+    if not final:
+        return None
+    return TaggedBody(buf[head_end:], len(buf), None)
 
 
 def json_arguments_call(name: str, decoded: tuple[object, bool] | None, raw: str) -> ParsedCall:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call
+from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, tagged_body
 from toolshim.dialects._native import read_gemma
 from toolshim.dialects._scan import OPEN, TOO_DEEP
 from toolshim.dialects._tags import parameters, read_marker
@@ -123,13 +123,10 @@ def read_name_tag(host: Host, t: int, final: bool) -> Resolution:
     name = _offered(host, m.group(1))
     if name is None:
         return None, t + 1
-    close = host.find(_FUNCTION_CLOSE, t, m.end())
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[m.end() :], len(buf)
-    else:
-        body, end = buf[m.end() : close.start()], close.end()
+    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
+    if found is None:
+        return NEED
+    body, end, _ = found
     raw = buf[t:end]
     call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     return calls_segment(raw, Interpretation((call,))), end

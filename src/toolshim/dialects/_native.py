@@ -27,7 +27,14 @@ from __future__ import annotations
 
 import re
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
+from toolshim.dialects._host import (
+    NEED,
+    Host,
+    Resolution,
+    json_arguments_call,
+    tagged_body,
+    too_deep,
+)
 from toolshim.dialects._scan import OPEN, TOO_DEEP, decode_value
 from toolshim.dialects._values import gemma_arguments, typed_arguments
 from toolshim.dialects.calls import Interpretation, ParsedCall
@@ -221,14 +228,12 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
         if not final and ">" not in buf[t : t + 200]:
             return NEED
         return None, t + 1
-    close = host.find(_INVOKE_END, t, m.end())
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[m.end() :], len(buf)
-    else:
-        own = _INVOKE_CLOSE.fullmatch(close.group()) is not None
-        body, end = buf[m.end() : close.start()], close.end() if own else close.start()
+    found = tagged_body(host, _INVOKE_END, t, m.end(), final)
+    if found is None:
+        return NEED
+    body, end, close = found
+    if close is not None and _INVOKE_CLOSE.fullmatch(close.group()) is None:
+        end = close.start()  # not this call's own closing tag: leave it to what follows
     raw = buf[t:end]
     name = host.index.canonical(m.group(1))
     pairs: list[tuple[str, str]] = []

@@ -14,7 +14,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
+from toolshim.dialects._host import (
+    NEED,
+    Host,
+    Resolution,
+    json_arguments_call,
+    tagged_body,
+    too_deep,
+)
 from toolshim.dialects._native import (
     DSML_BARS,
     GLM_ARG_KEY,
@@ -272,13 +279,10 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
         if not final and ">" not in buf[t : t + 200]:
             return NEED
         return None, t + 1
-    close = host.find(_FUNCTION_CLOSE, t, m.end())
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[m.end() :], len(buf)
-    else:
-        body, end = buf[m.end() : close.start()], close.end()
+    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
+    if found is None:
+        return NEED
+    body, end, _ = found
     raw = buf[t:end]
     name = host.index.canonical(m.group(1))
     if _PARAMETER.search(body):
@@ -300,13 +304,10 @@ def read_parameter_as_function(host: Host, t: int, final: bool) -> Resolution:
     name = host.index.resolve(m.group(1))
     if name is None:
         return None, t + 1
-    close = host.find(_FUNCTION_CLOSE, t, m.end())
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[m.end() :], len(buf)
-    else:
-        body, end = buf[m.end() : close.start()], close.end()
+    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
+    if found is None:
+        return NEED
+    body, end, _ = found
     raw = buf[t:end]
     call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
     return calls_segment(raw, Interpretation((call,))), end

@@ -17,7 +17,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from typing import Any, Literal
 from toolshim.evaluation.coding_clients import CodingClient
 from toolshim.evaluation.coding_tasks import CodingTask
 from toolshim.evaluation.recorder import Exchange, Recorder
+from toolshim.testing.proxy import ServedApp
 
 __all__ = [
     "FAILURE_KINDS",
@@ -311,37 +311,8 @@ def summarize_coding(records: Sequence[CodingRecord]) -> list[dict[str, Any]]:
 # -- threads ----------------------------------------------------------------------------------
 
 
-class ServedThread:
+class ServedThread(ServedApp):
     """An ASGI app served by uvicorn from a background thread on 127.0.0.1 (a free port)."""
 
     def __init__(self, app: Any) -> None:
-        import socket
-
-        import uvicorn
-
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ServedThread:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the proxy did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=30)
-        self._sock.close()
+        super().__init__(app, quiet=False, log_level="warning", timeout_keep_alive=30)

@@ -381,15 +381,12 @@ class EmbeddedServer:
 
 def _usable(name: str, value: object) -> bool:
     """False (with a warning) for a preferred dialect this toolshim lacks."""
-    from toolshim.dialects import available_dialects
+    from toolshim.capabilities.registry import lacked_dialect
 
-    if name != "dialect" or value in available_dialects():
+    lacked = lacked_dialect(value) if name == "dialect" else None
+    if lacked is None:
         return True
-    log.warning(
-        "the embedded model prefers dialect %r, which this toolshim lacks (available: %s)",
-        value,
-        ", ".join(available_dialects()),
-    )
+    log.warning("the embedded model prefers %s", lacked)
     return False
 
 

@@ -10,6 +10,12 @@ calls, whole completions, or an exception to raise) and read what it was sent in
 * ``"ignore"`` – answers from the queue, never with native tool calls.
 
 :class:`FunctionUpstream` answers with a function of the request body instead.
+
+Beside them, the helpers every kind of test shares: :class:`ServedApp` (the proxy on a real
+uvicorn, in a thread or on the running loop), :mod:`~toolshim.testing.processes` (a free
+port, a child process awaited until it answers, ``toolshim serve`` as one),
+:func:`read_sse` (one reader for every protocol's stream) and the ``get_weather`` tool in
+each protocol's shape (:mod:`~toolshim.testing.tools`).
 """
 
 from __future__ import annotations
@@ -24,16 +30,47 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolshim.errors import UpstreamError, UpstreamStatusError
+from toolshim.testing.processes import (
+    FakeUpstreamProcess,
+    Process,
+    free_port,
+    start_fake_upstream,
+    start_process,
+    start_serve,
+)
+from toolshim.testing.proxy import ServedApp
+from toolshim.testing.sse import SSEEvent, read_sse
+from toolshim.testing.tools import (
+    CALL_JSON,
+    WEATHER,
+    WEATHER_ANTHROPIC,
+    WEATHER_FUNCTION,
+    WEATHER_RESPONSES,
+)
 from toolshim.upstreams._http import completion_as_chunks
 
 __all__ = [
+    "CALL_JSON",
     "REJECTION_MESSAGES",
+    "WEATHER",
+    "WEATHER_ANTHROPIC",
+    "WEATHER_FUNCTION",
+    "WEATHER_RESPONSES",
     "FakeUpstream",
+    "FakeUpstreamProcess",
     "FunctionUpstream",
+    "Process",
     "Reply",
+    "SSEEvent",
+    "ServedApp",
     "call",
+    "free_port",
     "opening_logprobs",
+    "read_sse",
     "rejection_error",
+    "start_fake_upstream",
+    "start_process",
+    "start_serve",
 ]
 
 REJECTION_MESSAGES: dict[str, tuple[int, str]] = {

@@ -1,6 +1,6 @@
 """Opening the SQLite capability file: schema migrations, recovery from corruption, read-only use.
 
-:class:`SQLiteOpening` is the part of :class:`~toolshim.capabilities.store_sqlite.SQLiteStore`
+:class:`SQLiteOpening` is the part of :class:`~toolshim.capabilities.stores.sqlite.SQLiteStore`
 that turns a path into a connection. The schema is versioned with ``PRAGMA user_version`` and
 upgraded by the :data:`MIGRATIONS` list, in one ``BEGIN IMMEDIATE`` transaction (processes
 opening a new file at once migrate one at a time). Only real corruption moves a file aside (a

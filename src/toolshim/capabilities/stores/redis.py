@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -36,6 +36,7 @@ from toolshim.capabilities.store import (
     redact_url,
     scrub,
 )
+from toolshim.capabilities.stores.listening import ListeningWatch, Receive
 from toolshim.errors import ConfigError, StoreError
 
 __all__ = ["MIGRATIONS", "RedisStore", "RedisWatch"]
@@ -349,51 +350,31 @@ class RedisStore:
         self._client.close()
 
 
-class RedisWatch:
+class RedisWatch(ListeningWatch):
     """Subscribes to the store's channel on a connection of its own (a thread), calling
     ``changed`` for each message, and ``changed(None, None)`` each time it (re)subscribes:
     whatever happened while it was not listening must be re-read."""
 
     def __init__(self, store: RedisStore, changed: Changed) -> None:
         self._store = store
-        self._changed = changed
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._listen, name=f"toolshim-listen {store.location}", daemon=True
-        )
-        self._thread.start()
+        super().__init__(store.location, changed, store._redis.RedisError, store._scrub)
 
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-
-    def _listen(self) -> None:
-        pause = 0.25
-        errors = self._store._redis.RedisError
-        while not self._stop.is_set():
-            pubsub = self._store.pubsub()
-            try:
-                pubsub.subscribe(self._store.channel)
-                self._changed(None, None)
-                pause = 0.25
-                while not self._stop.is_set():
-                    message = pubsub.get_message(timeout=0.5)
-                    if message and message.get("type") == "message":
-                        self._deliver(str(message["data"]))
-            except errors as exc:
-                log.debug("listening for capability changes: %s", self._store._scrub(exc))
-            finally:
-                with contextlib.suppress(errors):
-                    pubsub.close()
-            self._stop.wait(pause)
-            pause = min(pause * 2, 5.0)
-
-    def _deliver(self, payload: str) -> None:
+    @contextlib.contextmanager
+    def _subscribed(self) -> Iterator[Receive]:
+        pubsub = self._store.pubsub()
         try:
-            upstream, model = json.loads(payload)
-        except (ValueError, TypeError):
-            upstream = model = None
-        self._changed(upstream, model)
+            pubsub.subscribe(self._store.channel)
+
+            def receive(timeout: float) -> list[str]:
+                message = pubsub.get_message(timeout=timeout)
+                if message and message.get("type") == "message":
+                    return [str(message["data"])]
+                return []
+
+            yield receive
+        finally:
+            with contextlib.suppress(self._store._redis.RedisError):
+                pubsub.close()
 
 
 def _fact(field: str, body: str) -> Fact:

@@ -3,7 +3,7 @@
 Every source keeps its own layer (one row per upstream, model, fact and source). WAL
 journaling and ``BEGIN IMMEDIATE`` make each write atomic across processes. Opening the file
 (migrations, recovery from corruption, read-only use) is
-:mod:`toolshim.capabilities.sqlite_opening`: a valid store toolshim may only read is used
+:mod:`toolshim.capabilities.stores.sqlite_opening`: a valid store toolshim may only read is used
 read-only, and its writes raise :class:`~toolshim.errors.StoreError` (the registry keeps what
 is learned in memory).
 """
@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from toolshim.capabilities.facts import Fact, Source, strongest
-from toolshim.capabilities.sqlite_opening import MIGRATIONS, SQLiteOpening
 from toolshim.capabilities.store import (
     DEFAULT_DOCUMENT_LIMIT,
     Changed,
@@ -31,6 +30,7 @@ from toolshim.capabilities.store import (
     layers_by_name,
     standing_entries,
 )
+from toolshim.capabilities.stores.sqlite_opening import MIGRATIONS, SQLiteOpening
 from toolshim.errors import StoreError
 
 __all__ = ["MIGRATIONS", "CapabilityStore", "SQLiteStore"]

@@ -15,11 +15,12 @@ never appears in a message (:func:`~toolshim.capabilities.store.redact_url`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -31,6 +32,7 @@ from toolshim.capabilities.store import (
     redact_url,
     scrub,
 )
+from toolshim.capabilities.stores.listening import ListeningWatch, Receive
 from toolshim.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
@@ -357,46 +359,20 @@ class PostgresStore:
                 self._conn = None
 
 
-class PostgresWatch:
+class PostgresWatch(ListeningWatch):
     """LISTENs on :data:`CHANNEL` on a connection of its own (a thread), calling ``changed``
     for each notification, and ``changed(None, None)`` each time it (re)connects: whatever
     happened while it was not listening must be re-read."""
 
     def __init__(self, store: PostgresStore, changed: Changed) -> None:
         self._store = store
-        self._changed = changed
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._listen, name=f"toolshim-listen {store.location}", daemon=True
-        )
-        self._thread.start()
+        super().__init__(store.location, changed, store._pg.Error, store._scrub)
 
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-
-    def _listen(self) -> None:
-        pause = 0.25
-        while not self._stop.is_set():
-            try:
-                with self._store.connect() as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    self._changed(None, None)
-                    pause = 0.25
-                    while not self._stop.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            self._deliver(note.payload)
-            except self._store._pg.Error as exc:
-                log.debug("listening for capability changes: %s", self._store._scrub(exc))
-            self._stop.wait(pause)
-            pause = min(pause * 2, 5.0)
-
-    def _deliver(self, payload: str) -> None:
-        try:
-            upstream, model = json.loads(payload)
-        except (ValueError, TypeError):
-            upstream = model = None
-        self._changed(upstream, model)
+    @contextlib.contextmanager
+    def _subscribed(self) -> Iterator[Receive]:
+        with self._store.connect() as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+            yield lambda timeout: (note.payload for note in conn.notifies(timeout=timeout))
 
 
 def _notify(conn: psycopg.Connection[Any], upstream: str | None, model: str) -> None:

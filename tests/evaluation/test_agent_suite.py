@@ -17,7 +17,13 @@ from toolshim.evaluation.agent_report import (
     write_agent_report,
 )
 from toolshim.evaluation.agent_runner import AgentRunner
-from toolshim.evaluation.agent_tasks import KINDS, TASKS, load_agent_tasks
+from toolshim.evaluation.agent_tasks import (
+    HARD_KINDS,
+    KINDS,
+    ORIGINAL_KINDS,
+    TASKS,
+    load_agent_tasks,
+)
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
 from toolshim.evaluation.runner import EvalConfig
 from toolshim.testing import FunctionUpstream, Reply, call
@@ -34,7 +40,66 @@ def test_the_suite_has_sixty_tasks_of_every_kind_and_style() -> None:
         assert {t.style for t in TASKS if t.kind == kind} == {"text", "json"}
     for t in TASKS:
         assert set(t.tools) <= set(TOOLS) and set(t.needs) <= set(t.tools)
-        assert bool(t.needs) == (t.kind != "no_tool")
+        assert bool(t.needs) == (t.kind not in ("no_tool", "lookalike"))
+
+
+def test_the_original_seventy_tasks_come_first_unchanged_and_the_harder_ones_follow() -> None:
+    original = [t for t in TASKS if t.kind in ORIGINAL_KINDS]
+    assert len(original) == 70 and TASKS[:70] == tuple(original)
+    assert not any(t.history or t.followups for t in original)
+    hard = TASKS[70:]
+    assert {t.kind for t in hard} == set(HARD_KINDS)
+    assert all(len([t for t in hard if t.kind == k]) == 6 for k in HARD_KINDS)
+    assert all(t.history for t in hard if t.kind == "earlier_turn")
+    assert all(t.followups for t in hard if t.kind == "multi_turn")
+    assert all(len(t.needs) == 3 for t in hard if t.kind == "three_dependent")
+
+
+async def test_a_later_user_turn_is_asked_after_the_first_answer_and_judged() -> None:
+    """A multi-turn task: Paris asked and answered, then "And in Oslo?"; the last answer counts."""
+    asked: list[list[str]] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        asked.append(users)
+        results = _results(body)
+        if len(users) == 1:
+            if not results:
+                return Reply(None, [call("get_weather", {"city": "Paris"})])
+            return f"In Paris: {results[-1]}."
+        if len(results) < 2:
+            return Reply(None, [call("get_weather", {"city": "Oslo"})])
+        return f"In Oslo: {results[-1]}."
+
+    runner = AgentRunner(FunctionUpstream(model), "m", [EvalConfig.parse("native")])
+    record = await runner.run_task(task("turns-paris-then-oslo-text"), runner.configs[0])
+    assert record.correct, record
+    assert asked[-1] == ["What's the weather in Paris?", "And in Oslo?"]
+    assert record.answer == "In Oslo: -3°C and snowing in Oslo."
+    assert record.turns == 4 and len(record.tool_calls) == 2
+
+
+async def test_an_earlier_turn_is_sent_before_the_question() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        seen.append(body)
+        return "I cannot tell."
+
+    runner = AgentRunner(FunctionUpstream(model), "m", [EvalConfig.parse("native")])
+    record = await runner.run_task(task("earlier-username-text"), runner.configs[0])
+    assert [m["content"] for m in seen[0]["messages"]] == [
+        "Hi! My username is carol.",
+        "Hello carol! How can I help you today?",
+        "Which order ids do I have?",
+    ]
+    assert not record.correct and record.failure == "invented_result"
+
+
+def test_a_lookalike_question_is_wrong_when_a_tool_was_called() -> None:
+    km = task("lookalike-km-miles-text")
+    assert km.correct("10 km is about 6.21 miles.", called=False)
+    assert not km.correct("10 km is about 6.21 miles.", called=True)
 
 
 def test_tools_answer_in_text_or_json_and_refuse_bad_arguments() -> None:

@@ -113,7 +113,12 @@ class AgentRunner:
 
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""
-        run = _Run(messages=[{"role": "user", "content": task.question}])
+        run = _Run(
+            messages=[
+                *({"role": role, "content": text} for role, text in task.history),
+                {"role": "user", "content": task.question},
+            ]
+        )
         started = time.perf_counter()
         failure: str | None = None
         error: str | None = None
@@ -148,14 +153,20 @@ class AgentRunner:
 
     async def _loop(self, task: AgentTask, config: EvalConfig, run: _Run) -> None:
         tools = [TOOLS[name].spec() for name in task.tools]
-        while run.turns < self.max_turns:
+        followups = list(task.followups)
+        limit = self.max_turns * (1 + len(followups))  # each user turn gets max_turns
+        while run.turns < limit:
             run.turns += 1
             message, finish = await self._ask(config, run, tools)
             run.finish = finish
             calls = message.get("tool_calls") or []
             if not calls:
                 run.answer = message.get("content") or ""
-                return
+                if not followups:
+                    return
+                run.messages.append({"role": "assistant", "content": run.answer})
+                run.messages.append({"role": "user", "content": followups.pop(0)})
+                continue
             run.messages.append(
                 {"role": "assistant", "content": message.get("content"), "tool_calls": calls}
             )

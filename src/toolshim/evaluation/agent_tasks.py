@@ -3,23 +3,56 @@
 Kinds: ``one_call`` (one call, then the answer), ``two_independent`` (two calls that need
 nothing from each other), ``two_dependent`` (the second call needs the first's result),
 ``tool_error`` (a tool refuses; the model reports it or recovers), ``no_tool`` (no offered
-tool fits; the answer comes from the model). Each task runs with plain-text or JSON results.
-An answer is correct when every group of ``expect`` matches it (a group is a regular
-expression, case-blind) and, for ``no_tool``, no tool was called.
+tool fits; the answer comes from the model). These are the original 70 tasks (35 questions,
+each with plain-text and JSON results), kept as they were so their figures stay comparable.
+
+Harder kinds (:data:`HARD_KINDS`), added after them: ``three_dependent`` (a chain of three
+calls, each needing the one before), ``earlier_turn`` (a value the user gave in an earlier
+turn of the conversation), ``error_mid_chain`` (the chain's second call fails; the answer
+says so), ``lookalike`` (the question sounds like a tool's job and is not: no call), and
+``multi_turn`` (several user turns, each answered before the next; the last answer is
+judged). An answer is correct when every group of ``expect`` matches it (a group is a regular
+expression, case-blind) and, for ``no_tool`` and ``lookalike``, no tool was called.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from toolshim.evaluation.agent_tools import Style
 
-__all__ = ["KINDS", "TASKS", "AgentTask", "load_agent_tasks"]
+__all__ = ["HARD_KINDS", "KINDS", "ORIGINAL_KINDS", "TASKS", "AgentTask", "load_agent_tasks"]
 
-Kind = Literal["one_call", "two_independent", "two_dependent", "tool_error", "no_tool"]
-KINDS: tuple[Kind, ...] = ("one_call", "two_independent", "two_dependent", "tool_error", "no_tool")
+Kind = Literal[
+    "one_call",
+    "two_independent",
+    "two_dependent",
+    "tool_error",
+    "no_tool",
+    "three_dependent",
+    "earlier_turn",
+    "error_mid_chain",
+    "lookalike",
+    "multi_turn",
+]
+ORIGINAL_KINDS: tuple[Kind, ...] = (
+    "one_call",
+    "two_independent",
+    "two_dependent",
+    "tool_error",
+    "no_tool",
+)
+HARD_KINDS: tuple[Kind, ...] = (
+    "three_dependent",
+    "earlier_turn",
+    "error_mid_chain",
+    "lookalike",
+    "multi_turn",
+)
+KINDS: tuple[Kind, ...] = ORIGINAL_KINDS + HARD_KINDS
+NO_CALL_KINDS = frozenset({"no_tool", "lookalike"})
 
 
 @dataclass(frozen=True)
@@ -33,9 +66,13 @@ class AgentTask:
     style: Style = "text"
     needs: tuple[str, ...] = field(default=())
     """The tools a correct run calls (empty: none)."""
+    history: tuple[tuple[str, str], ...] = ()
+    """Earlier turns of the conversation, ``(role, text)``, before :attr:`question`."""
+    followups: tuple[str, ...] = ()
+    """User turns asked after each answer, in order; the last answer is judged."""
 
     def correct(self, answer: str, called: bool) -> bool:
-        if self.kind == "no_tool" and called:
+        if self.kind in NO_CALL_KINDS and called:
             return False
         return all(re.search(p, answer, re.IGNORECASE) for p in self.expect)
 
@@ -327,15 +364,159 @@ _BASE: list[tuple[str, Kind, str, tuple[str, ...], tuple[str, ...], tuple[str, .
 ]
 
 
+_HARD: list[AgentTask] = [
+    # id, kind, question, tools offered, expected patterns, style (set below), tools needed
+    AgentTask(
+        "chain3-alice-first-order",
+        "three_dependent",
+        "What is the status of alice's first order? Look up her user id, then her orders, "
+        "then that order.",
+        ("find_user", "list_orders", "lookup_order"),
+        (r"shipped",),
+        needs=("find_user", "list_orders", "lookup_order"),
+    ),
+    AgentTask(
+        "chain3-bob-delivery",
+        "three_dependent",
+        "When is bob's order expected? Find his user id, list his orders, then look the order up.",
+        ("find_user", "list_orders", "lookup_order", "get_weather"),
+        (r"2026-12-03|december 3|3 december|dec(ember)?\.? 3",),
+        needs=("find_user", "list_orders", "lookup_order"),
+    ),
+    AgentTask(
+        "chain3-norway-fahrenheit",
+        "three_dependent",
+        "What is the temperature in Fahrenheit in the capital of Norway? Find the capital, get "
+        "its weather, then convert the Celsius value with the calculator (F = C * 9 / 5 + 32).",
+        ("get_capital", "get_weather", "calculate"),
+        (r"26\.6",),
+        needs=("get_capital", "get_weather", "calculate"),
+    ),
+    AgentTask(
+        "earlier-username",
+        "earlier_turn",
+        "Which order ids do I have?",
+        ("find_user", "list_orders", "get_weather"),
+        (r"1004",),
+        needs=("find_user", "list_orders"),
+        history=(
+            ("user", "Hi! My username is carol."),
+            ("assistant", "Hello carol! How can I help you today?"),
+        ),
+    ),
+    AgentTask(
+        "earlier-destination",
+        "earlier_turn",
+        "What's the weather like where I'm going?",
+        ("get_weather", "flight_status"),
+        (r"\b24\b", r"cloud"),
+        needs=("get_weather",),
+        history=(
+            ("user", "I'm flying to Tokyo tomorrow."),
+            ("assistant", "Have a great trip to Tokyo!"),
+        ),
+    ),
+    AgentTask(
+        "earlier-ticker",
+        "earlier_turn",
+        "What is that stock trading at now?",
+        ("get_stock_price", "convert_currency"),
+        (r"127\.4",),
+        needs=("get_stock_price",),
+        history=(
+            ("user", "I'm thinking about buying some NVDA."),
+            ("assistant", "NVDA is NVIDIA's ticker symbol. What would you like to know?"),
+        ),
+    ),
+    AgentTask(
+        "midchain-kenya-weather",
+        "error_mid_chain",
+        "What's the weather in the capital of Kenya? Find the capital first.",
+        ("get_capital", "get_weather"),
+        (r"nairobi", _ERR),
+        needs=("get_capital", "get_weather"),
+    ),
+    AgentTask(
+        "midchain-erin-orders",
+        "error_mid_chain",
+        "Which orders does user erin have? Look up her user id, then her orders.",
+        ("find_user", "list_orders"),
+        (_ERR,),
+        needs=("find_user", "list_orders"),
+    ),
+    AgentTask(
+        "midchain-tsla-btc",
+        "error_mid_chain",
+        "What does one TSLA share cost in BTC? Get its USD price, then convert it.",
+        ("get_stock_price", "convert_currency"),
+        (_ERR,),
+        needs=("get_stock_price", "convert_currency"),
+    ),
+    AgentTask(
+        "lookalike-weather-word",
+        "lookalike",
+        "What does the word 'weather' mean? Explain it in one sentence.",
+        ("get_weather",),
+        (r"atmospher|condition|climate|rain|temperature",),
+    ),
+    AgentTask(
+        "lookalike-km-miles",
+        "lookalike",
+        "Convert 10 kilometres to miles.",
+        ("convert_currency", "get_weather"),
+        (r"6\.2",),
+    ),
+    AgentTask(
+        "lookalike-apple-founder",
+        "lookalike",
+        "Who founded Apple, the company behind the AAPL ticker?",
+        ("get_stock_price",),
+        (r"jobs|wozniak",),
+    ),
+    AgentTask(
+        "turns-paris-then-oslo",
+        "multi_turn",
+        "What's the weather in Paris?",
+        ("get_weather", "get_stock_price"),
+        (r"-\s?3\b|minus 3", r"snow"),
+        needs=("get_weather",),
+        followups=("And in Oslo?",),
+    ),
+    AgentTask(
+        "turns-aapl-then-eur",
+        "multi_turn",
+        "What is AAPL trading at?",
+        ("get_stock_price", "convert_currency"),
+        (r"177\.08|177\.1\b",),
+        needs=("get_stock_price", "convert_currency"),
+        followups=("Convert that price to EUR.",),
+    ),
+    AgentTask(
+        "turns-alice-then-orders",
+        "multi_turn",
+        "What is the user id of alice?",
+        ("find_user", "list_orders"),
+        (r"1001", r"1003"),
+        needs=("find_user", "list_orders"),
+        followups=("Now list her orders.",),
+    ),
+]
+
+
 def _expand() -> tuple[AgentTask, ...]:
     """Every base task with text and with JSON results, ordered so that any first few of a
     kind are different questions with both styles: b0-text, b1-json, b2-text, …, then
-    b0-json, b1-text, … (a ``--limit`` run samples the kind evenly)."""
+    b0-json, b1-text, … (a ``--limit`` run samples the kind evenly). The harder tasks follow
+    the same way, after all the original ones."""
     tasks: list[AgentTask] = []
     for flip in (0, 1):
         for index, (id_, kind, question, tools, expect, needs) in enumerate(_BASE):
             style: Style = ("text", "json")[(index + flip) % 2]
             tasks.append(AgentTask(f"{id_}-{style}", kind, question, tools, expect, style, needs))
+    for flip in (0, 1):
+        for index, task in enumerate(_HARD):
+            style = ("text", "json")[(index + flip) % 2]
+            tasks.append(replace(task, id=f"{task.id}-{style}", style=style))
     return tuple(tasks)
 
 

@@ -74,6 +74,7 @@ CAPITALS = {
     "australia": "Canberra",
     "peru": "Lima",
     "united kingdom": "London",
+    "kenya": "Nairobi",  # no weather data: an error in the middle of a chain
 }
 STOCKS = {"AAPL": 191.25, "MSFT": 412.8, "NVDA": 127.4, "TSLA": 243.1, "AMZN": 178.5}
 RATES_TO_USD = {"USD": 1.0, "EUR": 1.08, "GBP": 1.27, "JPY": 0.0067, "CHF": 1.12}
@@ -83,7 +84,7 @@ ORDERS = {
     "1003": ("delivered", "2026-11-20"),
     "1004": ("cancelled", None),
 }
-USERS = {"alice": "u-17", "bob": "u-42", "carol": "u-08"}
+USERS = {"alice": "u-17", "bob": "u-42", "carol": "u-08", "erin": "u-99"}
 USER_ORDERS = {"u-17": ["1001", "1003"], "u-42": ["1002"], "u-08": ["1004"]}
 CONTACTS = {
     "dana": ("dana@example.com", "+1-555-0101"),

@@ -38,6 +38,7 @@ TOOLS = [
     tool("add", a={"type": "integer"}, b={"type": "integer"}),
     tool("get_weather", city={"type": "string"}),
     tool("get_stock_price", symbol={"type": "string"}),
+    tool("lookup_order", order_id={"type": "string"}),
 ]
 
 
@@ -81,6 +82,20 @@ async def test_a_made_up_id_beside_the_call_that_finds_it_is_held_back(stream: b
     assert names == ["find_user"]
     assert upstream.calls == 1
     assert any("held back list_orders(user_id='12345')" in w for w in warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_made_up_city_beside_the_lookup_that_gives_it_is_held_back(stream: bool) -> None:
+    """The 0.5B asked for the weather where order 1001 is going: the lookup, and the weather
+    of a city nobody said, in one reply."""
+    both = reply(("lookup_order", {"order_id": "1001"}), ("get_weather", {"city": "London"}))
+    upstream = FakeUpstream([both])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    question = ask("What's the weather where my order 1001 is being shipped to?")
+    names, warnings = await run(engine, question, stream)
+    assert names == ["lookup_order"]
+    assert upstream.calls == 1
+    assert any("held back get_weather(city='London')" in w for w in warnings)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -151,8 +166,11 @@ async def test_the_id_found_in_a_result_grounds_the_next_call() -> None:
     request["messages"] += called("find_user", '{"username": "alice"}', "User alice has id u-17")
     both = reply(("list_orders", {"user_id": "u-17"}), ("find_user", {"username": "carol"}))
     engine = Engine(FakeUpstream([both]), mode="force", registry=":memory:")
-    names, _ = await run(engine, request, False)
-    assert names == ["list_orders", "find_user"]
+    names, warnings = await run(engine, request, False)
+    # u-17 is in a result: list_orders goes out. Nobody said carol, and beside a lookup by id
+    # that is a value to wait for, not one to send.
+    assert names == ["list_orders"]
+    assert any("held back find_user(username='carol')" in w for w in warnings)
 
 
 GOLD = "What is the chemical symbol for gold?"

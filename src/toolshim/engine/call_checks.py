@@ -33,9 +33,13 @@ The arguments a call can lose instead of being re-asked are :mod:`toolshim.engin
   judged, and not those the schema offers (``enum``, ``const``, ``default``) nor arithmetic
   (``"6 * 7"`` for "six times seven"): numbers are computed as often as said.
 
-  - Written beside calls whose values are held, with an identifier (a string with a digit, a
-    parameter named ``…id``), it is held back: ``list_orders(user_id="12345")`` beside the
-    ``find_user`` call whose result holds the real id. The model asks for it again once the
+  - Written beside calls whose values are held, it is held back when it has an identifier (a
+    string with a digit, a parameter named ``…id``), or when a call beside it looks something
+    up by one: ``list_orders(user_id="12345")`` beside the ``find_user`` call whose result
+    holds the real id, and ``get_weather(city="London")`` beside the ``lookup_order("1001")``
+    whose result says where the order goes (the 0.5B's reply, asked for the weather where an
+    order is going). Beside other calls a value nobody said can be meant (``get_time("CET")``
+    beside Paris's weather) and goes out. The model asks for a held call again once the
     results are in.
   - Alone (every call made up), it is re-asked once, naming the values nobody said. The same
     call written again is returned (a value can be meant without being said: ``CET`` for
@@ -411,10 +415,15 @@ def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -
         # Beside nothing but made-up calls there is no result to wait for: the whole reply is
         # judged as one (grounding_problems), not cut down to the calls without a digit.
         ungrounded = {}
+    # A lookup beside it (a grounded call by an identifier: ``lookup_order("1001")``) is where
+    # its value would come from; beside other calls, a value nobody said can be meant (``CET``
+    # beside Paris's weather), and only an identifier of its own marks it made up.
+    lookup_beside = any(_identifier_like(c) for i, c in enumerate(calls) if i not in ungrounded)
     made_up = {
         i: bad
         for i, c in enumerate(calls)
-        if ((bad := ungrounded.get(i, [])) and _identifier_like(c)) or (bad := _numbered_ids(c))
+        if ((bad := ungrounded.get(i, [])) and (lookup_beside or _identifier_like(c)))
+        or (bad := _numbered_ids(c))
     }
     if not made_up or len(made_up) == len(calls):
         return list(calls)

@@ -66,3 +66,21 @@ def test_nothing_is_suggested_without_the_tool_or_an_untouched_file() -> None:
     assert reading_call(no_read, get_dialect("pythonic")) is None
     no_write = after_reading("Create greeting.txt saying hi", "/w/x.py", tools=(READ,))
     assert writing_opening(no_write, get_dialect("pythonic")) is None
+
+
+def test_an_agent_with_only_a_shell_reads_with_cat() -> None:
+    """Codex offers exec_command (a string) and older Codex shell (an argv array)."""
+    exec_command = ToolSpec(
+        "exec_command", "run", {"type": "object", "properties": {"cmd": STRING}}
+    )
+    shell = ToolSpec(
+        "shell",
+        "run",
+        {"type": "object", "properties": {"command": {"type": "array", "items": STRING}}},
+    )
+    request = after_reading("Fix the bug in calc.py.", "/w/test_calc.py", tools=(exec_command,))
+    assert reading_call(request, get_dialect("pythonic")) == '[exec_command(cmd="cat /w/calc.py")]'
+    request = after_reading("Fix the bug in calc.py.", "/w/test_calc.py", tools=(shell,))
+    assert reading_call(request, get_dialect("json")) == (
+        '{"tool_calls": [{"name": "shell", "arguments": {"command": ["bash", "-lc", "cat /w/calc.py"]}}]}'
+    )

@@ -11,7 +11,8 @@ would take it:
 * a file the request asks to create or write into ("into a new file name.txt", "create
   greeting.txt") → its file-writing tool, the content left for the model to write
   (:func:`writing_opening`: the call opened up to its content);
-* any other named file → its reading tool on that file (:func:`reading_call`).
+* any other named file → its reading tool on that file, or ``cat`` in its shell when it has
+  no reading tool (:func:`reading_call`).
 
 Paths are the working directory's (``/work/calc.py``), as the agents want them.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from toolshim.dialects.base import Dialect
 from toolshim.engine.files_named import untouched_since_request
@@ -30,6 +32,8 @@ __all__ = ["reading_call", "writing_opening"]
 
 _READING_TOOLS = ("Read", "read_file", "read", "view")
 _WRITING_TOOLS = ("Write", "write_file", "write", "create_file")
+_SHELL_TOOLS = ("exec_command", "shell", "Bash", "bash", "run_command", "run_shell_command")
+_COMMAND_PARAMETERS = ("cmd", "command")
 _PATH_PARAMETERS = ("file_path", "path", "filepath", "filename")
 _CONTENT_PARAMETERS = ("content", "contents", "text", "file_text")
 _CREATED = re.compile(
@@ -75,14 +79,28 @@ def _path(request: ChatRequest, name: str) -> str:
 
 def reading_call(request: ChatRequest, dialect: Dialect) -> str | None:
     """The agent's read of the first named file no call has used (not one the request asks
-    to create), written in ``dialect``, or None."""
+    to create), written in ``dialect``, or None: its reading tool, or with none its shell
+    tool running ``cat`` (Codex's ``exec_command``)."""
     _, others = _untouched(request)
+    if not others:
+        return None
+    path = _path(request, others[0])
     tool = _tool(request.function_tools, _READING_TOOLS)
     key = _parameter(tool, _PATH_PARAMETERS) if tool else None
-    if not others or tool is None or key is None:
-        return None
-    arguments = json.dumps({key: _path(request, others[0])}, ensure_ascii=False)
-    return dialect.render_calls([ToolCall("next_file", tool.name, arguments)])
+    arguments: dict[str, str | list[str]]
+    if tool is not None and key is not None:
+        arguments = {key: path}
+    else:
+        tool = _tool(request.function_tools, _SHELL_TOOLS)
+        key = _parameter(tool, _COMMAND_PARAMETERS) if tool else None
+        properties = tool.parameters.get("properties") if tool else None
+        schema = properties.get(key) if isinstance(properties, dict) and key else None
+        if tool is None or key is None or not isinstance(schema, dict):
+            return None
+        command = f"cat {shlex.quote(path)}"
+        arguments = {key: ["bash", "-lc", command] if schema.get("type") == "array" else command}
+    rendered = json.dumps(arguments, ensure_ascii=False)
+    return dialect.render_calls([ToolCall("next_file", tool.name, rendered)])
 
 
 def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:

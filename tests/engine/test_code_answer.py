@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -158,3 +160,71 @@ async def test_a_coding_agent_gets_the_write_its_model_described() -> None:
         ("Write", {"file_path": "/w/greet.py", "content": FIXED})
     ], completion.meta
     assert any("file's new content" in w for w in completion.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_model_that_repeats_its_plan_is_opened_as_the_edit_instead_of_giving_up(
+    stream: bool,
+) -> None:
+    """The 1.5B after reading test_calc.py and calc.py: its plan again (both calls answered),
+    again after being told; opened as the edit of calc.py, it writes the fix."""
+    plan = '[Read(file_path="/w/calc.py"), Bash(command="python3 test_calc.py")]'
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + 'return a - b", new_string="return a + b")]'
+        return plan
+
+    upstream = FunctionUpstream(model)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+
+    def called(i: int, name: str, arguments: dict[str, str], result: str) -> list[dict[str, Any]]:
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+        ]
+
+    body = {
+        "model": "small",
+        "tools": [
+            claude_tool("Agent", prompt=STRING),
+            claude_tool("Read", file_path=STRING),
+            claude_tool("Bash", command=STRING),
+            claude_tool("Edit", file_path=STRING, old_string=STRING, new_string=STRING),
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": "Primary working directory: /w\n\npython3 test_calc.py fails. Fix the bug in calc.py.",
+            },
+            *called(1, "Read", {"file_path": "/w/test_calc.py"}, "assert add(2, 3) == 5"),
+            *called(2, "Bash", {"command": "python3 test_calc.py"}, "Error: AssertionError: -1"),
+            *called(3, "Read", {"file_path": "/w/calc.py"}, "def add(a, b):\n    return a - b"),
+        ],
+    }
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        arguments = "".join(c.tool_calls[0].arguments or "" for c in chunks if c.tool_calls)
+        names = [c.tool_calls[0].name for c in chunks if c.tool_calls and c.tool_calls[0].name]
+    else:
+        completion = await engine.acomplete(body)
+        names = [c.name for c in completion.message.tool_calls]
+        arguments = completion.message.tool_calls[0].arguments if names else ""
+    assert names == ["Edit"]
+    assert json.loads(arguments) == {
+        "file_path": "/w/calc.py",
+        "old_string": "return a - b",
+        "new_string": "return a + b",
+    }
+    assert seen[-1]["messages"][-1]["content"] == '[Edit(file_path="/w/calc.py", old_string="'

@@ -3,10 +3,12 @@ write the new file it asks for, in the agent's own tools and the dialect's own s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from toolshim.dialects import get_dialect
-from toolshim.engine.next_file import reading_call, writing_opening
+from toolshim.engine.next_file import editing_opening, reading_call, writing_opening
 from toolshim.types import ChatRequest, Message, ToolCall, ToolSpec
 
 STRING = {"type": "string"}
@@ -84,3 +86,55 @@ def test_an_agent_with_only_a_shell_reads_with_cat() -> None:
     assert reading_call(request, get_dialect("json")) == (
         '{"tool_calls": [{"name": "shell", "arguments": {"command": ["bash", "-lc", "cat /w/calc.py"]}}]}'
     )
+
+
+EDIT = ToolSpec(
+    "Edit",
+    "e",
+    {
+        "type": "object",
+        "properties": {"file_path": STRING, "old_string": STRING, "new_string": STRING},
+    },
+)
+
+
+def test_a_read_file_to_fix_is_opened_as_its_edit_not_its_test() -> None:
+    both_read = ChatRequest(
+        model="m",
+        messages=(
+            Message(
+                "user", "Primary working directory: /w\npython3 test_calc.py fails. Fix calc.py."
+            ),
+            Message(
+                "assistant",
+                "",
+                tool_calls=(
+                    ToolCall("c1", "Read", '{"file_path": "/w/test_calc.py"}'),
+                    ToolCall("c2", "Read", '{"file_path": "/w/calc.py"}'),
+                ),
+            ),
+            Message("tool", "from calc import add", tool_call_id="c1"),
+            Message("tool", "def add(a, b):\n    return a - b", tool_call_id="c2"),
+        ),
+        tools=(READ, EDIT),
+    )
+    assert editing_opening(both_read, get_dialect("pythonic")) == (
+        '[Edit(file_path="/w/calc.py", old_string="'
+    )
+    edited = replace(
+        both_read,
+        messages=(
+            *both_read.messages,
+            Message(
+                "assistant",
+                "",
+                tool_calls=(
+                    ToolCall("c3", "Edit", '{"file_path": "/w/calc.py", "old_string": "-"}'),
+                ),
+            ),
+            Message("tool", "ok", tool_call_id="c3"),
+        ),
+    )
+    assert editing_opening(edited, get_dialect("pythonic")) is None  # changed already
+    unread = after_reading("Fix calc.py", "/w/test_calc.py", tools=(READ, EDIT))
+    assert editing_opening(unread, get_dialect("pythonic")) is None  # read it first

@@ -33,7 +33,7 @@ from toolshim.engine.focus import condense_tools, repair_paths
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step
+from toolshim.engine.next_step import next_step, step_before_giving_up
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.quoted import quoted_problems
 from toolshim.engine.steps_ahead import calls_ready, conversation_text, skip_answered
@@ -299,6 +299,11 @@ async def emulate(turn: Turn) -> Completion:
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")
             case steps.AnswerWithoutTools():
+                step = await step_before_giving_up(
+                    turn, driver.messages, partial(emulation_body, turn), attempt.prose
+                )
+                if step is not None:
+                    return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
                 return await answer_without_calls(
                     turn, partial(emulation_body, turn, instructions=False)
                 )

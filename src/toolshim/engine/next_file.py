@@ -12,7 +12,11 @@ would take it:
   greeting.txt") → its file-writing tool, the content left for the model to write
   (:func:`writing_opening`: the call opened up to its content);
 * any other named file → its reading tool on that file, or ``cat`` in its shell when it has
-  no reading tool (:func:`reading_call`).
+  no reading tool (:func:`reading_call`);
+* every named file read, none changed, the request asking for a fix → its editing tool on
+  the named file that is not a test, opened up to the text to replace
+  (:func:`editing_opening`): the 1.5B read ``calc.py``, then said "change it to ``return a +
+  b``" instead of making the edit.
 
 Paths are the working directory's (``/work/calc.py``), as the agents want them.
 """
@@ -24,11 +28,11 @@ import re
 import shlex
 
 from toolshim.dialects.base import Dialect
-from toolshim.engine.files_named import untouched_since_request
+from toolshim.engine.files_named import files_named, untouched_since_request
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, ToolCall, ToolSpec
 
-__all__ = ["reading_call", "writing_opening"]
+__all__ = ["editing_opening", "reading_call", "writing_opening"]
 
 _READING_TOOLS = ("Read", "read_file", "read", "view")
 _WRITING_TOOLS = ("Write", "write_file", "write", "create_file")
@@ -36,6 +40,10 @@ _SHELL_TOOLS = ("exec_command", "shell", "Bash", "bash", "run_command", "run_she
 _COMMAND_PARAMETERS = ("cmd", "command")
 _PATH_PARAMETERS = ("file_path", "path", "filepath", "filename")
 _CONTENT_PARAMETERS = ("content", "contents", "text", "file_text")
+_EDITING_TOOLS = ("Edit", "edit_file", "edit", "str_replace_editor")
+_OLD_PARAMETERS = ("old_string", "old_str", "old_text", "search")
+_NEW_PARAMETERS = ("new_string", "new_str", "new_text", "replace")
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.test\.\w+|tests?/.*)$")
 _CREATED = re.compile(
     r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\binto|\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
     r"(?:\s+(?:a|an|the|named|called|file))*\s*[`'\"]?$",
@@ -120,3 +128,38 @@ def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     )
     at = rendered.find(_MARK)
     return rendered[:at] if at > 0 else None
+
+
+def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
+    """The agent's edit of the first named file that is not a test and that a call has read
+    but none has changed, opened up to the text it replaces, or None."""
+    messages = request.messages
+    index = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if messages[i].role == "user" and messages[i].text.strip()
+        ),
+        None,
+    )
+    tool = _tool(request.function_tools, _EDITING_TOOLS)
+    if index is None or tool is None:
+        return None
+    path_key = _parameter(tool, _PATH_PARAMETERS)
+    old_key = _parameter(tool, _OLD_PARAMETERS)
+    new_key = _parameter(tool, _NEW_PARAMETERS)
+    if path_key is None or old_key is None or new_key is None:
+        return None
+    untouched = set(untouched_since_request(messages))
+    calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
+    changed = " ".join(c.arguments for c in calls if c.name in _WRITING_TOOLS + _EDITING_TOOLS)
+    for name in files_named(messages[index].text):
+        if name in untouched or _TEST_FILE.search(name) or name.rsplit("/", 1)[-1] in changed:
+            continue
+        arguments = {path_key: _path(request, name), old_key: _MARK, new_key: ""}
+        rendered = dialect.render_calls(
+            [ToolCall("next_file", tool.name, json.dumps(arguments, ensure_ascii=False))]
+        )
+        at = rendered.find(_MARK)
+        return rendered[:at] if at > 0 else None
+    return None

@@ -26,12 +26,12 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import written_file_call
 from toolshim.engine.more_calls import valid_call
-from toolshim.engine.next_file import reading_call, writing_opening
+from toolshim.engine.next_file import editing_opening, reading_call, writing_opening
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
 
-__all__ = ["CHANGE_ASKED", "action_left", "next_step", "tries_next_step"]
+__all__ = ["CHANGE_ASKED", "action_left", "next_step", "step_before_giving_up", "tries_next_step"]
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,12 @@ async def next_step(
             return call
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
-    prefill = (writing_opening(turn.request, turn.dialect) if turn.results_in else None) or (
-        turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
+    opened = (
+        writing_opening(turn.request, turn.dialect) or editing_opening(turn.request, turn.dialect)
+        if turn.results_in
+        else None
     )
+    prefill = opened or turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
     if prefill is None:
         return None
     request = dict(body((*extra, Message("assistant", prefill))))
@@ -143,3 +146,18 @@ async def next_step(
         return None
     turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")
     return call
+
+
+async def step_before_giving_up(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    answer: str,
+) -> ParsedCall | None:
+    """Where a coding agent's turn would be answered without tools (its model repeated a call
+    it had the result of, after being told), the next step instead, when one is left
+    (:func:`tries_next_step`): the 1.5B read calc.py, then wrote its plan again twice and,
+    answered without tools, said the fix ("change it to ``return a + b``") instead of making it."""
+    if not tries_next_step(turn):
+        return None
+    return await next_step(turn, extra, body, answer)

@@ -29,7 +29,7 @@ from toolshim.engine.emulate import (
     whole_attempt,
 )
 from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step
+from toolshim.engine.next_step import next_step, step_before_giving_up
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
@@ -260,9 +260,17 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason="length")
             case steps.AnswerWithoutTools():
-                async for chunk in _answer_without_tools(turn):
-                    yield chunk
-                return
+                step = await step_before_giving_up(
+                    turn, driver.messages, partial(emulation_body, turn), attempt.prose
+                )
+                if step is not None:
+                    for chunk in call_chunks([step]):
+                        yield chunk
+                    yield StreamChunk(finish_reason="tool_calls")
+                else:
+                    async for chunk in _answer_without_tools(turn):
+                        yield chunk
+                    return
             case steps.GiveUp(error=error):
                 raise error
             case step:

@@ -228,3 +228,48 @@ async def test_a_model_that_repeats_its_plan_is_opened_as_the_edit_instead_of_gi
         "new_string": "return a + b",
     }
     assert seen[-1]["messages"][-1]["content"] == '[Edit(file_path="/w/calc.py", old_string="'
+
+
+async def test_a_count_to_write_is_opened_as_a_command_not_as_the_write() -> None:
+    """Asked to write data.txt's line count, the 1.5B wrote 16 for 17 when opened as the
+    write; a count is a command's to make."""
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + 'command="wc -l < data.txt > count.txt")]'
+        return "data.txt has 16 lines."
+
+    upstream = FunctionUpstream(model)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    read = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "Read", "arguments": '{"file_path": "/w/data.txt"}'},
+    }
+    body = {
+        "model": "small",
+        "tools": [
+            claude_tool("Agent", prompt=STRING),
+            claude_tool("Read", file_path=STRING),
+            claude_tool("Bash", command=STRING),
+            claude_tool("Write", file_path=STRING, content=STRING),
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": "Primary working directory: /w\n\nCount the lines in data.txt and write the number into a new file count.txt.",
+            },
+            {"role": "assistant", "content": None, "tool_calls": [read]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a\nb\nc"},
+        ],
+    }
+    completion = await engine.acomplete(body)
+    calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert calls == [("Bash", {"command": "wc -l < data.txt > count.txt"})], completion.meta
+    assert seen[-1]["messages"][-1]["content"] == "[Bash("

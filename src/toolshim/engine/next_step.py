@@ -42,6 +42,21 @@ CHANGE_ASKED = re.compile(
 )
 """Words of a request that asks for a change to files (not only for an answer)."""
 
+COMPUTE_ASKED = re.compile(
+    r"\b(count|how many|sum|total|average|mean|number of (lines|words|files|rows)|compute|"
+    r"calculate)\b",
+    re.IGNORECASE,
+)
+"""Words of a request whose answer a command computes (opened as the shell's call)."""
+
+
+def _request_text(turn: Turn) -> str:
+    for message in reversed(turn.request.messages):
+        if message.role == "user" and message.text.strip():
+            return message.text
+    return ""
+
+
 _WRITING_TOOLS = frozenset(
     {"write", "edit", "multiedit", "notebookedit", "apply_patch", "write_file", "edit_file"}
 )
@@ -117,11 +132,17 @@ async def next_step(
             return call
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
-    opened = (
-        writing_opening(turn.request, turn.dialect) or editing_opening(turn.request, turn.dialect)
-        if turn.results_in
-        else None
-    )
+    shell = next((t.name for t in tools if t.name.lower() in _SHELL_TOOLS), None)
+    if COMPUTE_ASKED.search(_request_text(turn)):
+        # A count or a sum is a command's to make: asked to write it, the 1.5B wrote 16 for
+        # data.txt's 17 lines and 1 for app.log's 3 errors.
+        opened = turn.dialect.call_opening(shell) if shell else None
+    elif turn.results_in:
+        opened = writing_opening(turn.request, turn.dialect) or editing_opening(
+            turn.request, turn.dialect
+        )
+    else:
+        opened = None
     prefill = opened or turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
     if prefill is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,25 @@ def test_a_configuration_that_cannot_close_the_loop_is_not_the_best(tmp_path: Pa
     }
     assert pick.basis == "bfcl+agent" and pick.date == "2026-11-20"
     assert "native" not in scores  # baselines are not settings toolshim can serve with
+
+
+def test_at_equal_accuracy_the_configuration_with_fewer_llm_calls_wins(tmp_path: Path) -> None:
+    same = {"force:json": [True, False], "force:hermes": [True, False]}
+    bfcl_path, agent_path = write_reports(tmp_path, same, same)
+    bfcl, agent = load_report(bfcl_path), load_agent_report(agent_path)
+    # json spends 3 LLM calls on each agent task, hermes 1: equal scores, hermes first.
+    agent = (
+        agent[0],
+        [replace(r, llm_calls=3 if r.config == "force:json" else 1) for r in agent[1]],
+    )
+    pick = pick_configuration(bfcl, agent)
+    assert pick.best.config == "force:hermes"
+    assert {c.config: c.llm_calls for c in pick.candidates} == {
+        "force:hermes": 1.0,
+        "force:json": 2.0,
+    }
+    cheap_json = (agent[0], [replace(r, llm_calls=1) for r in agent[1]])
+    assert pick_configuration(bfcl, cheap_json).best.config == "force:hermes"  # then the label
 
 
 def kinded_agent_records(scores: dict[str, dict[str, list[bool]]]) -> list[AgentRecord]:

@@ -6,7 +6,8 @@ final answer is right), each counted on the cases (tasks) that *every* candidate
 that configurations are compared on the same questions. A configuration is a candidate only
 when both reports ran it: one that wins single calls but was never seen closing a loop (or
 the reverse) is not judged. Ties go to the better agent score (closing the loop is what a
-user's agent needs), then to BFCL's, then to the label.
+user's agent needs), then to BFCL's, then to the fewer LLM calls per case and task (on a CPU
+each call is seconds of a user's wait), then to the label.
 
 **The loop's bar comes first.** A configuration whose one-call agent tasks (a question one
 tool call answers: the commonest turn of an agent) fall below :data:`LOOP_BAR` ranks below
@@ -196,6 +197,8 @@ class Candidate:
     agent_tasks: int
     one_call: float | None = None
     """Accuracy on the agent suite's one-call tasks (None: none were run)."""
+    llm_calls: float | None = None
+    """Mean LLM calls per case or task, over both suites' common items (None: not recorded)."""
 
     @property
     def score(self) -> float:
@@ -208,12 +211,13 @@ class Candidate:
         """Whether its one-call agent tasks reach :data:`LOOP_BAR` (None: not judged)."""
         return None if self.one_call is None else self.one_call >= LOOP_BAR - 1e-9
 
-    def ranking(self) -> tuple[float, float, float, float]:
+    def ranking(self) -> tuple[float, float, float, float, float]:
         return (
             1.0 if self.meets_loop_bar is not False else 0.0,
             round(self.score, 9),
             self.agent or 0.0,
             self.bfcl or 0.0,
+            -(self.llm_calls or 0.0),  # accuracy first; then the fewer LLM calls
         )
 
 
@@ -327,6 +331,30 @@ def _common_accuracy(
     return scores, len(common)
 
 
+def _mean_calls(
+    bfcl: Sequence[tuple[Any, str]], agent: Sequence[tuple[Any, str]], labels: Sequence[str]
+) -> dict[str, float]:
+    """Each label's mean LLM calls per item, over the items (BFCL cases and agent tasks)
+    every label finished; a label with an item that recorded none is left out."""
+    items = [("bfcl", r, i) for r, i in bfcl] + [("agent", r, i) for r, i in agent]
+    done: dict[str, set[tuple[str, str]]] = {label: set() for label in labels}
+    for suite, record, item in items:
+        if record.config in done:
+            done[record.config].add((suite, item))
+    common = set.intersection(*done.values()) if done else set()
+    means: dict[str, float] = {}
+    for label in labels:
+        counts = [
+            getattr(r, "llm_calls", None)
+            for suite, r, item in items
+            if r.config == label and (suite, item) in common
+        ]
+        numbers = [c for c in counts if isinstance(c, int)]
+        if numbers and len(numbers) == len(counts):
+            means[label] = sum(numbers) / len(numbers)
+    return means
+
+
 def _model(meta: Mapping[str, Any], name: str) -> str:
     model = meta.get("model")
     if not model:
@@ -412,6 +440,11 @@ def pick_configuration(
         if one_call_records
         else ({}, 0)
     )
+    calls = _mean_calls(
+        [(r, r.case_id) for r in bfcl[1]] if bfcl else [],
+        [(r, r.task_id) for r in agent[1]] if agent else [],
+        labels,
+    )
     candidates = sorted(
         (
             Candidate(
@@ -422,6 +455,7 @@ def pick_configuration(
                 agent_scores.get(label),
                 tasks,
                 one_call_scores.get(label) if one_call_tasks else None,
+                calls.get(label),
             )
             for label in labels
         ),

@@ -232,14 +232,16 @@ async def test_a_model_that_repeats_its_plan_is_opened_as_the_edit_instead_of_gi
 
 async def test_a_count_to_write_is_opened_as_a_command_not_as_the_write() -> None:
     """Asked to write data.txt's line count, the 1.5B wrote 16 for 17 when opened as the
-    write; a count is a command's to make."""
+    write; a count is a command's to make, opened up to the command (opened at the name
+    only, it wrote ``Bash(rg -l …)`` with no argument name). Claude Code's reminder about
+    pull requests "you create" does not make a question a change to make."""
     seen: list[dict[str, Any]] = []
 
     def model(body: dict[str, Any]) -> str:
         seen.append(body)
         last = body["messages"][-1]
         if last["role"] == "assistant":
-            return last["content"] + 'command="wc -l < data.txt > count.txt")]'
+            return last["content"] + 'wc -l < data.txt > count.txt")]'
         return "data.txt has 16 lines."
 
     upstream = FunctionUpstream(model)
@@ -272,4 +274,40 @@ async def test_a_count_to_write_is_opened_as_a_command_not_as_the_write() -> Non
     completion = await engine.acomplete(body)
     calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
     assert calls == [("Bash", {"command": "wc -l < data.txt > count.txt"})], completion.meta
-    assert seen[-1]["messages"][-1]["content"] == "[Bash("
+    assert seen[-1]["messages"][-1]["content"] == '[Bash(command="'
+
+
+async def test_claude_codes_reminder_does_not_make_a_question_a_change() -> None:
+    """ "What is the capital of France?" under Claude Code's reminder ("pull requests you
+    create"): answered, not opened as a call."""
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + 'Read(file_path="/w/capitals.txt")]'
+        return "Paris"
+
+    upstream = FunctionUpstream(model)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    reminder = (
+        "<system-reminder>\nAttribution for git commits and pull requests you create from here "
+        "on: end commit messages with Co-Authored-By.\n</system-reminder>\n\n"
+    )
+    body = {
+        "model": "small",
+        "tools": [claude_tool("Agent", prompt=STRING), claude_tool("Read", file_path=STRING)],
+        "messages": [
+            {
+                "role": "user",
+                "content": reminder + "What is the capital of France? Answer in one word.",
+            }
+        ],
+    }
+    completion = await engine.acomplete(body)
+    assert completion.message.text == "Paris" and not completion.message.tool_calls
+    assert len(seen) == 1

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from toolshim.types import Message
 
-__all__ = ["files_named", "untouched_files", "untouched_since_request"]
+__all__ = ["files_named", "untagged", "untouched_files", "untouched_since_request"]
 
 _NAME = re.compile(
     r"(?<![\w/.@:-])"  # not inside a longer path, address or URL
@@ -30,11 +30,17 @@ _TAGGED = re.compile(r"<([A-Za-z][\w-]*)>.*?</\1>", re.DOTALL)
 _NOT_FILES = frozenset({"e.g", "i.e", "etc", "vs"})
 
 
+def untagged(text: str) -> str:
+    """``text`` without the blocks a client adds in tags (Claude Code's ``<system-reminder>``
+    about commits and pull requests "you create"): the user's own words."""
+    return _TAGGED.sub(" ", text)
+
+
 def files_named(text: str) -> list[str]:
     """The file names ``text`` mentions, in order, each once; not those of blocks a client
     adds in tags (``<system-reminder>…</system-reminder>``), which are not the user's."""
     names: list[str] = []
-    for match in _NAME.finditer(_TAGGED.sub(" ", text)):
+    for match in _NAME.finditer(untagged(text)):
         name = match.group(1).rstrip(".")
         if name.lower() in _NOT_FILES:
             continue

@@ -32,7 +32,7 @@ from toolshim.engine.files_named import files_named, untouched_since_request
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, ToolCall, ToolSpec
 
-__all__ = ["editing_opening", "reading_call", "writing_opening"]
+__all__ = ["command_opening", "editing_opening", "reading_call", "writing_opening"]
 
 _READING_TOOLS = ("Read", "read_file", "read", "view")
 _WRITING_TOOLS = ("Write", "write_file", "write", "create_file")
@@ -163,3 +163,20 @@ def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
         at = rendered.find(_MARK)
         return rendered[:at] if at > 0 else None
     return None
+
+
+def command_opening(request: ChatRequest, dialect: Dialect) -> str | None:
+    """The agent's shell call opened up to its command (``[Bash(command="``), or None: opened
+    at the tool's name only, the 1.5B wrote ``Bash(rg -l "ERROR" app.log > errors.txt)``,
+    no argument name, not a call."""
+    tool = _tool(request.function_tools, _SHELL_TOOLS)
+    key = _parameter(tool, _COMMAND_PARAMETERS) if tool else None
+    properties = tool.parameters.get("properties") if tool else None
+    schema = properties.get(key) if isinstance(properties, dict) and key else None
+    if tool is None or key is None or not isinstance(schema, dict) or schema.get("type") == "array":
+        return None
+    rendered = dialect.render_calls(
+        [ToolCall("next_file", tool.name, json.dumps({key: _MARK}, ensure_ascii=False))]
+    )
+    at = rendered.find(_MARK)
+    return rendered[:at] if at > 0 else None

@@ -25,8 +25,14 @@ from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import written_file_call
+from toolshim.engine.files_named import untagged
 from toolshim.engine.more_calls import valid_call
-from toolshim.engine.next_file import editing_opening, reading_call, writing_opening
+from toolshim.engine.next_file import (
+    command_opening,
+    editing_opening,
+    reading_call,
+    writing_opening,
+)
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -53,7 +59,7 @@ COMPUTE_ASKED = re.compile(
 def _request_text(turn: Turn) -> str:
     for message in reversed(turn.request.messages):
         if message.role == "user" and message.text.strip():
-            return message.text
+            return untagged(message.text)
     return ""
 
 
@@ -83,7 +89,7 @@ def action_left(turn: Turn) -> bool:
     """The user's last request asks for a change, and no call since it has made one."""
     messages = turn.request.messages
     index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    if index is None or not CHANGE_ASKED.search(messages[index].text):
+    if index is None or not CHANGE_ASKED.search(untagged(messages[index].text)):
         return False
     return not any(
         _changes(c.name, c.arguments) for m in messages[index + 1 :] for c in m.tool_calls
@@ -136,7 +142,7 @@ async def next_step(
     if COMPUTE_ASKED.search(_request_text(turn)):
         # A count or a sum is a command's to make: asked to write it, the 1.5B wrote 16 for
         # data.txt's 17 lines and 1 for app.log's 3 errors.
-        opened = turn.dialect.call_opening(shell) if shell else None
+        opened = command_opening(turn.request, turn.dialect) if shell else None
     elif turn.results_in:
         opened = writing_opening(turn.request, turn.dialect) or editing_opening(
             turn.request, turn.dialect

@@ -12,7 +12,9 @@ result: every word and number of its string values is already in the conversatio
 request, the environment, earlier results). ``Edit(old_string="1.2.3", new_string="1.3.0")``
 for "change the version from 1.2.3 to 1.3.0" goes; ``Write(content="8421")`` before the read
 that shows 8421 waits. The plan is cut at the first call that waits: the calls after it may
-need its result too.
+need its result too. A shell command reads the files it needs itself, so of its words only the
+numbers must have been said (``echo 8421 > port.txt`` before the read waits; ``awk … numbers.txt
+> sum.txt`` goes).
 
 After a result the 1.5B writes its plan again from the top: the calls it has results for,
 then the next one (``[Read(file_path="greet.py"), Bash(command="python3 test_greet.py")]``
@@ -33,6 +35,7 @@ from toolshim.types import Message
 
 __all__ = ["calls_ready", "conversation_text", "skip_answered"]
 
+_SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "run_command", "run_shell_command"})
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
 
 
@@ -62,14 +65,24 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
     ``said`` (:func:`conversation_text`)."""
     ready = list(calls[:1])
     for call in calls[1:]:
-        if call.problem is not None or not _all_said(call.arguments, said):
+        if call.problem is not None or not _all_said(call.arguments, said, _is_shell(call)):
             break
         ready.append(call)
     return ready
 
 
-def _all_said(arguments: Any, said: str) -> bool:
-    return all(token.lower() in said for token in _tokens(arguments))
+def _is_shell(call: ParsedCall) -> bool:
+    """A shell command reads what it needs itself (``awk '{s += $1} END {print s}' numbers.txt
+    > sum.txt``): only its numbers must have been said, not its words."""
+    return call.name.lower() in _SHELL_TOOLS
+
+
+def _all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:
+    return all(
+        token.lower() in said
+        for token in _tokens(arguments)
+        if not numbers_only or any(ch.isdigit() for ch in token)
+    )
 
 
 def _tokens(value: Any) -> Iterator[str]:

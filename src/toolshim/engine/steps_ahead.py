@@ -12,8 +12,8 @@ result: every word and number of its string values is already in the conversatio
 request, the environment, earlier results). ``Edit(old_string="1.2.3", new_string="1.3.0")``
 for "change the version from 1.2.3 to 1.3.0" goes; ``Write(content="8421")`` before the read
 that shows 8421 waits. The plan is cut at the first call that waits: the calls after it may
-need its result too. A shell command reads the files it needs itself, so of its words only the
-numbers must have been said (``echo 8421 > port.txt`` before the read waits; ``awk … numbers.txt
+need its result too. A shell command reads the files it needs itself, so of its words only its
+numbers of two digits or more must have been said (``$1``, ``2>&1`` are the shell's) (``echo 8421 > port.txt`` before the read waits; ``awk … numbers.txt
 > sum.txt`` goes).
 
 After a result the 1.5B writes its plan again from the top: the calls it has results for,
@@ -81,7 +81,7 @@ def _all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:
     return all(
         token.lower() in said
         for token in _tokens(arguments)
-        if not numbers_only or any(ch.isdigit() for ch in token)
+        if not numbers_only or (len(token) > 1 and re.fullmatch(r"\d[\d.]*", token))
     )
 
 

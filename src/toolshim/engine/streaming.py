@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 from toolshim.engine import confidence, relay
 from toolshim.engine import driver as steps
@@ -31,6 +31,7 @@ from toolshim.engine.emulate import (
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step
 from toolshim.engine.nocalls import stream_without_calls
+from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_body
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     Rejected,
@@ -49,18 +50,14 @@ from toolshim.types import Mode, StreamChunk
 from toolshim.wire.legacy import dropped_calls_warning
 from toolshim.wire.openai import request_to_body
 
-if TYPE_CHECKING:
-    from toolshim.engine.engine import Engine
-
 __all__ = ["serve"]
 
-STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 _OPENING_TOKENS = 8
 """Log-probability entries kept from a stream: the opening is judged at its first visible one."""
 
 
-async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The chunks of one streamed turn: one role chunk first, the metadata on the last (and,
+async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChunk]:
+    """The chunks of one streamed turn on ``route``: one role chunk first, the metadata on the last (and,
     for a legacy ``functions`` request, each chunk marked to be written in that shape). An
     error raised on the way carries the turn's metadata.
 
@@ -76,7 +73,7 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
     previous: StreamChunk | None = None
     sent = False
     try:
-        async for chunk in _route(engine, turn):
+        async for chunk in _route(turn, route, router):
             if chunk.role is not None:
                 role_only = (
                     chunk.raw is None
@@ -117,30 +114,28 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
         raise
 
 
-def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The stream of the route the engine picks (the generator of that route itself, where
-    no fallback has to be watched for)."""
-    from toolshim.engine.engine import strip_body
+def _route(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChunk]:
+    """The stream of ``route`` (the generator of that route itself, where no fallback has to
+    be watched for)."""
+    match route:
+        case Route.NATIVE:  # off, or no tools offered
+            judged = turn.request.wants_tools and router.rescue and turn.mode is not Mode.FORCE
+            return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
+        case Route.EMULATE:
+            return _emulated(turn)
+        case Route.STRIP:
+            turn.warn(STRIPPED_WARNING)
+            return _native(turn, strip_body(turn, stream=True))
+        case Route.NATIVE_OR_STRIP:
+            return _native_or_strip(turn, router)
+        case Route.TRY_NATIVE:
+            return _try_native(turn, router)
+        case _:
+            assert_never(route)
 
-    route = engine.route(turn)
-    rescue = engine.options.rescue
-    if route == "native":  # off, or no tools offered
-        judged = turn.request.wants_tools and rescue and turn.mode is not Mode.FORCE
-        return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
-    if route == "emulate":
-        return _emulated(turn)
-    if route == "strip":
-        turn.warn(STRIPPED_WARNING)
-        return _native(turn, strip_body(turn, stream=True))
-    if route == "native-or-strip":
-        return _native_or_strip(engine, turn)
-    return _try_native(engine, turn)
 
-
-async def _native_or_strip(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    from toolshim.engine.engine import strip_body
-
-    learn = partial(engine.learn_rejection, turn)
+async def _native_or_strip(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
+    learn = partial(router.learn_rejection, turn)
     try:
         async for chunk in _native(turn, request_to_body(turn.request), learn=learn):
             yield chunk
@@ -150,10 +145,10 @@ async def _native_or_strip(engine: Engine, turn: Turn) -> AsyncIterator[StreamCh
             yield chunk
 
 
-async def _try_native(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    learn = partial(engine.learn_rejection, turn)
+async def _try_native(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
+    learn = partial(router.learn_rejection, turn)
     native_body = request_to_body(turn.request)
-    rescue = engine.options.rescue
+    rescue = router.rescue
     hold = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
     source = (
         relay.held(turn, native_body, rescue_text=rescue, learn=learn)

@@ -277,7 +277,7 @@ class Completion:
     extra: Mapping[str, Any] = EMPTY
     meta: Metadata | None = None
     legacy: bool = False
-    """Written in the legacy ``function_call`` shape (one call) by ``to_openai``."""
+    """Written in the legacy ``function_call`` shape (one call) by the chat-completions codec."""
 
     @property
     def message(self) -> Message:
@@ -294,13 +294,6 @@ class Completion:
     @property
     def finish_reason(self) -> str | None:
         return self.choices[0].finish_reason if self.choices else None
-
-    def to_openai(self) -> dict[str, Any]:
-        """This completion as the OpenAI JSON object (with the ``toolshim`` key when set),
-        written by the chat-completions codec (:mod:`toolshim.wire.openai_chat`)."""
-        from toolshim.wire.openai_chat import completion_to_dict
-
-        return completion_to_dict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,7 +273,7 @@ NOON = ToolCall("call_2", "get_time", "{}")
 
 
 def test_a_legacy_completion_answers_with_function_call() -> None:
-    data = completion(PARIS).to_openai()
+    data = completion_to_dict(completion(PARIS))
     choice = data["choices"][0]
     assert choice["finish_reason"] == "function_call"
     assert choice["message"] == {

@@ -27,11 +27,11 @@ from toolshim.types import (
     Usage,
 )
 from toolshim.wire.base import Decoded
-from toolshim.wire.openai_responses_events import (
+from toolshim.wire.openai_responses.events import (
     ResponsesStreamEncoder,
     encode_completion,
 )
-from toolshim.wire.openai_responses_input import ResponsesContext, ResponsesRequest, decode_request
+from toolshim.wire.openai_responses.input import ResponsesContext, ResponsesRequest, decode_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WEATHER = {

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from toolshim.errors import ConfigError, InvalidRequestError, ToolCallError
 from toolshim.types import Metadata, StreamChunk, ToolCallDelta, ToolChoice, Usage
-from toolshim.wire.anthropic_messages import CODEC, error_type, stop_reason
+from toolshim.wire.anthropic.codec import CODEC, error_type, stop_reason
 from toolshim.wire.openai_chat import request_to_body
 
 TOOL = {"name": "f", "input_schema": {"type": "object", "properties": {"x": {"type": "integer"}}}}

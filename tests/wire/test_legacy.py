@@ -22,14 +22,14 @@ from toolshim.types import (
     ToolCallDelta,
     ToolChoice,
 )
-from toolshim.wire.legacy import downgrade_chunk, has_legacy_fields
-from toolshim.wire.openai import (
+from toolshim.wire.openai_chat import (
     chunk_from_dict,
     chunk_to_dict,
     completion_to_dict,
     parse_request,
     request_to_body,
 )
+from toolshim.wire.openai_chat.legacy import downgrade_chunk, has_legacy_fields
 
 WEATHER = {
     "name": "get_weather",

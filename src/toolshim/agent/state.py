@@ -10,8 +10,8 @@ from typing import Any
 from toolshim.agent.guards import CallLedger, PlannedCall
 from toolshim.agent.result import AgentResult, StopReason, ToolRun, TurnRecord
 from toolshim.types import EMPTY, Completion, Message, Metadata, StreamChunk, ToolCall, Usage
-from toolshim.wire.messages import message_to_dict
-from toolshim.wire.responses import merge_delta_fields
+from toolshim.wire.openai_chat.answers import merge_delta_fields
+from toolshim.wire.openai_chat.messages import message_to_dict
 
 __all__ = ["Reply", "RunState", "Stop"]
 

@@ -25,7 +25,7 @@ from toolshim.engine.routes import Router, serve_whole
 from toolshim.engine.turn import Turn, describe_body, with_meta
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
-from toolshim.wire.legacy import dropped_calls_warning
+from toolshim.wire.openai_chat.legacy import dropped_calls_warning
 
 __all__ = ["Answer"]
 

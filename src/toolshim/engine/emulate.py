@@ -42,7 +42,7 @@ from toolshim.engine.unused_numbers import unused_number_problems
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.errors import InvalidRequestError
 from toolshim.types import Completion, Message, ToolCall
-from toolshim.wire.openai import request_to_body
+from toolshim.wire.openai_chat import request_to_body
 
 __all__ = [
     "check",

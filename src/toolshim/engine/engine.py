@@ -45,8 +45,8 @@ from toolshim.schemas import inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
-from toolshim.wire.openai import parse_request
-from toolshim.wire.requests import check_tool_names
+from toolshim.wire.openai_chat import parse_request
+from toolshim.wire.openai_chat.requests import check_tool_names
 
 __all__ = ["Engine"]
 

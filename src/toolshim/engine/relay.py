@@ -40,8 +40,8 @@ from toolshim.engine.stream_parts import (
 from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.errors import UpstreamError
 from toolshim.types import Completion, StreamChunk, ToolCallDelta
-from toolshim.wire.openai import chunk_from_dict, completion_from_dict
-from toolshim.wire.responses import merge_delta_fields
+from toolshim.wire.openai_chat import chunk_from_dict, completion_from_dict
+from toolshim.wire.openai_chat.answers import merge_delta_fields
 
 __all__ = ["held", "relay"]
 

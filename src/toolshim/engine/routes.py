@@ -28,7 +28,7 @@ from toolshim.engine.turn import Turn
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.errors import UpstreamError
 from toolshim.types import Completion, Mode
-from toolshim.wire.openai import request_to_body
+from toolshim.wire.openai_chat import request_to_body
 
 __all__ = ["STRIPPED_WARNING", "Route", "Router", "serve_whole", "strip_body"]
 

@@ -47,8 +47,8 @@ from toolshim.engine.turn import Turn, with_meta
 from toolshim.engine.unoffered import UnofferedFilter
 from toolshim.errors import ToolshimError
 from toolshim.types import Mode, StreamChunk
-from toolshim.wire.legacy import dropped_calls_warning
-from toolshim.wire.openai import request_to_body
+from toolshim.wire.openai_chat import request_to_body
+from toolshim.wire.openai_chat.legacy import dropped_calls_warning
 
 __all__ = ["serve"]
 

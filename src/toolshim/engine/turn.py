@@ -15,7 +15,7 @@ from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, Usage
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai import completion_from_dict
+from toolshim.wire.openai_chat import completion_from_dict
 
 __all__ = ["Turn", "call_key", "describe_body", "emulated_id", "with_meta"]
 

@@ -41,7 +41,7 @@ from toolshim.types import (
     Metadata,
     StreamChunk,
 )
-from toolshim.wire.anthropic_requests import decode_request, server_tool_warning
+from toolshim.wire.anthropic.requests import decode_request, server_tool_warning
 from toolshim.wire.base import Decoded
 from toolshim.wire.sse import sse_event
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolshim.errors import InvalidRequestError
 from toolshim.types import ChatRequest, ToolChoice, ToolSpec
-from toolshim.wire.legacy import has_legacy_fields, upgrade_request
-from toolshim.wire.messages import message_from_dict, message_to_dict
+from toolshim.wire.openai_chat.legacy import has_legacy_fields, upgrade_request
+from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
 __all__ = ["TOOL_NAME", "check_tool_names", "parse_request", "request_to_body"]
 

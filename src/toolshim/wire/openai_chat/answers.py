@@ -11,8 +11,8 @@ from typing import Any
 
 from toolshim.errors import UpstreamProtocolError
 from toolshim.types import EMPTY, Choice, Completion, StreamChunk, ToolCallDelta, Usage
-from toolshim.wire.legacy import downgrade_chunk, downgrade_completion
-from toolshim.wire.messages import message_from_dict, message_to_dict
+from toolshim.wire.openai_chat.legacy import downgrade_chunk, downgrade_completion
+from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
 __all__ = [
     "chunk_from_dict",

@@ -20,6 +20,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, assert_never
 
+from toolshim.accumulate import ChoiceAccumulator
 from toolshim.engine import confidence, relay
 from toolshim.engine import driver as steps
 from toolshim.engine.emulate import (
@@ -68,7 +69,7 @@ async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[Strea
     it: each layer of async generators costs CPU on every chunk of every stream.)
     """
     legacy = turn.request.legacy_functions
-    calls: dict[int, list[str]] = {}
+    calls = ChoiceAccumulator()
     role_sent = False
     previous: StreamChunk | None = None
     sent = False
@@ -87,18 +88,16 @@ async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[Strea
             elif not role_sent and _raw_has_role(chunk):
                 role_sent = True
             if chunk.tool_calls and chunk.choice_index == 0:
-                for delta in chunk.tool_calls:
-                    name_args = calls.setdefault(delta.index, ["", ""])
-                    name_args[0] += delta.name or ""
-                    name_args[1] += delta.arguments or ""
+                calls.add_calls(chunk.tool_calls)
             if previous is not None:
                 yield replace(previous, legacy=True) if legacy else previous
                 sent = True
             previous = chunk
-        if legacy and len(calls) > 1:
-            turn.warn(dropped_calls_warning(len(calls)))
-        turn.warn_repeats((name, arguments) for name, arguments in calls.values())
-        turn.calls_returned = bool(calls)
+        made = calls.tool_calls()
+        if legacy and len(made) > 1:
+            turn.warn(dropped_calls_warning(len(made)))
+        turn.warn_repeats((call.name, call.arguments) for call in made)
+        turn.calls_returned = bool(made)
         if previous is None:
             last = StreamChunk(meta=turn.meta())
         else:

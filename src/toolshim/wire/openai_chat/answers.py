@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from toolshim.accumulate import merge_delta_fields
 from toolshim.errors import UpstreamProtocolError
 from toolshim.types import EMPTY, Choice, Completion, StreamChunk, ToolCallDelta, Usage
 from toolshim.wire.openai_chat.legacy import downgrade_chunk, downgrade_completion
@@ -161,32 +162,6 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
             )
         )
     return out
-
-
-def merge_delta_fields(
-    into: dict[str, Any], fields: Mapping[str, Any], *, join_text: bool = False
-) -> None:
-    """Add one streamed delta's ``extra`` fields to those gathered so far: objects are merged,
-    lists joined (``reasoning_details`` sent in pieces), text joined when ``join_text``
-    (``reasoning_content``), other values replaced; nulls are skipped. ``into`` owns its
-    nested objects and lists (they are copies)."""
-    for key, value in fields.items():
-        if value is None:
-            continue
-        old = into.get(key)
-        if isinstance(value, Mapping):
-            target = old if isinstance(old, dict) else {}
-            merge_delta_fields(target, value, join_text=join_text)
-            into[key] = target
-        elif isinstance(value, list):
-            if isinstance(old, list):
-                old.extend(value)
-            else:
-                into[key] = list(value)
-        elif join_text and isinstance(value, str) and isinstance(old, str):
-            into[key] = old + value
-        else:
-            into[key] = value
 
 
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:

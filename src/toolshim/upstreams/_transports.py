@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping
+from enum import Enum
 from typing import Any, Protocol
 
 import aiohttp
@@ -142,29 +143,7 @@ class HttpxTransport:
     def error(
         self, exc: BaseException, url: str, deadlines: Deadlines, *, started: bool
     ) -> UpstreamError:
-        if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
-            return deadlines.connect_error(url)
-        if isinstance(exc, httpx.TimeoutException):
-            return deadlines.read_error(url)
-        if isinstance(exc, httpx.ConnectError):
-            return UpstreamConnectionError(
-                f"could not reach the upstream at {url}: {exc}", url=url, sent=False
-            )
-        if started:
-            return UpstreamIncompleteError(
-                f"the upstream at {url} cut its reply off before its end "
-                f"({type(exc).__name__}{': ' if str(exc) else ''}{exc})",
-                url=url,
-            )
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-            return UpstreamConnectionError(
-                f"the upstream at {url} broke the connection before answering: "
-                f"{str(exc) or type(exc).__name__}",
-                url=url,
-            )
-        return UpstreamConnectionError(
-            f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
-        )
+        return _mapped(_HTTPX_FAILURES, exc, url, deadlines, started, _httpx_detail(exc))
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -252,38 +231,92 @@ class AiohttpTransport:
     def error(
         self, exc: BaseException, url: str, deadlines: Deadlines, *, started: bool
     ) -> UpstreamError:
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            return deadlines.connect_error(url)
-        if isinstance(exc, TimeoutError):  # aiohttp's SocketTimeoutError: no byte for too long
-            return deadlines.read_error(url)
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return UpstreamConnectionError(
-                f"could not reach the upstream at {url}: {exc.os_error or exc}",
-                url=url,
-                sent=False,
-            )
-        if started:
-            return UpstreamIncompleteError(
-                f"the upstream at {url} cut its reply off before its end ({type(exc).__name__})",
-                url=url,
-            )
-        if isinstance(exc, aiohttp.ServerDisconnectedError):
-            return UpstreamConnectionError(
-                f"the upstream at {url} closed the connection before answering", url=url
-            )
-        if isinstance(exc, aiohttp.ClientOSError):
-            return UpstreamConnectionError(
-                f"the upstream at {url} broke the connection before answering: "
-                f"{exc.strerror or type(exc).__name__}",
-                url=url,
-            )
-        return UpstreamConnectionError(
-            f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
-        )
+        return _mapped(_AIOHTTP_FAILURES, exc, url, deadlines, started, _aiohttp_detail(exc))
 
     async def aclose(self) -> None:
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
+
+
+class Failure(Enum):
+    """What went wrong, whatever the HTTP library."""
+
+    CONNECT_DEADLINE = "connect deadline"
+    READ_DEADLINE = "read deadline"
+    UNREACHABLE = "not reachable"
+    CLOSED = "closed before answering"
+    BROKE = "broke before answering"
+
+
+_HTTPX_FAILURES: tuple[
+    tuple[type[BaseException] | tuple[type[BaseException], ...], Failure], ...
+] = (
+    ((httpx.ConnectTimeout, httpx.PoolTimeout), Failure.CONNECT_DEADLINE),
+    (httpx.TimeoutException, Failure.READ_DEADLINE),
+    (httpx.ConnectError, Failure.UNREACHABLE),
+    ((httpx.RemoteProtocolError, httpx.ReadError), Failure.BROKE),
+)
+_AIOHTTP_FAILURES: tuple[
+    tuple[type[BaseException] | tuple[type[BaseException], ...], Failure], ...
+] = (
+    (aiohttp.ConnectionTimeoutError, Failure.CONNECT_DEADLINE),
+    (TimeoutError, Failure.READ_DEADLINE),  # aiohttp's SocketTimeoutError: no byte for too long
+    (aiohttp.ClientConnectorError, Failure.UNREACHABLE),
+    (aiohttp.ServerDisconnectedError, Failure.CLOSED),
+    (aiohttp.ClientOSError, Failure.BROKE),
+)
+
+
+def _httpx_detail(exc: BaseException) -> tuple[str, str, str]:
+    """What an httpx exception says: when unreachable, when cut off, when broken."""
+    text = str(exc)
+    return text, f"{type(exc).__name__}{': ' if text else ''}{text}", text or type(exc).__name__
+
+
+def _aiohttp_detail(exc: BaseException) -> tuple[str, str, str]:
+    """What an aiohttp exception says: when unreachable, when cut off, when broken."""
+    name = type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return str(exc.os_error or exc), name, name
+    if isinstance(exc, aiohttp.ClientOSError):
+        return str(exc), name, exc.strerror or name
+    return str(exc), name, name
+
+
+def _mapped(
+    table: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], Failure], ...],
+    exc: BaseException,
+    url: str,
+    deadlines: Deadlines,
+    started: bool,
+    detail: tuple[str, str, str],
+) -> UpstreamError:
+    """The upstream error for ``exc`` by its row in ``table`` (the first that matches)."""
+    failure = next((failure for kinds, failure in table if isinstance(exc, kinds)), None)
+    if failure is Failure.CONNECT_DEADLINE:
+        return deadlines.connect_error(url)
+    if failure is Failure.READ_DEADLINE:
+        return deadlines.read_error(url)
+    unreachable, cut_off, broke = detail
+    if failure is Failure.UNREACHABLE:
+        return UpstreamConnectionError(
+            f"could not reach the upstream at {url}: {unreachable}", url=url, sent=False
+        )
+    if started:
+        return UpstreamIncompleteError(
+            f"the upstream at {url} cut its reply off before its end ({cut_off})", url=url
+        )
+    if failure is Failure.CLOSED:
+        return UpstreamConnectionError(
+            f"the upstream at {url} closed the connection before answering", url=url
+        )
+    if failure is Failure.BROKE:
+        return UpstreamConnectionError(
+            f"the upstream at {url} broke the connection before answering: {broke}", url=url
+        )
+    return UpstreamConnectionError(
+        f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
+    )
 
 
 def _stale_connection(exc: aiohttp.ClientError) -> bool:

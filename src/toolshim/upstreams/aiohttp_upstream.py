@@ -15,17 +15,11 @@ from the upstream, ``connect_timeout`` the connection and ``total_timeout`` the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
 import aiohttp
 
-from toolshim.upstreams._policy import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_RETRIES,
-    DEFAULT_TOTAL_TIMEOUT,
-    RetryPolicy,
-)
-from toolshim.upstreams._sse import DEFAULT_MAX_EVENT_BYTES
+from toolshim.upstreams._policy import DEFAULT_CONNECT_TIMEOUT
 from toolshim.upstreams._transports import AiohttpTransport
 from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
 
@@ -34,32 +28,17 @@ __all__ = ["AiohttpUpstream"]
 
 class AiohttpUpstream(OpenAIUpstream):
     """:class:`OpenAIUpstream` over aiohttp: ``session`` to share one (else one of its own,
-    with at most ``max_connections``)."""
+    with at most ``max_connections``); the other options are :class:`OpenAIUpstream`'s."""
 
     def __init__(
         self,
         base_url: str,
         *,
-        api_key: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
-        total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT,
-        retries: int | RetryPolicy = DEFAULT_RETRIES,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        headers: Mapping[str, str] | None = None,
         max_connections: int = 256,
         session: aiohttp.ClientSession | None = None,
-        key: str | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            total_timeout=total_timeout,
-            retries=retries,
-            max_event_bytes=max_event_bytes,
-            headers=headers,
-            key=key,
-            transport=AiohttpTransport(session, timeout, connect_timeout, max_connections),
-        )
+        timeout = options.get("timeout", DEFAULT_TIMEOUT)
+        connect = options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        transport = AiohttpTransport(session, timeout, connect, max_connections)
+        super().__init__(base_url, transport=transport, **options)

@@ -22,10 +22,9 @@ from dataclasses import replace
 
 from toolshim.engine import streaming
 from toolshim.engine.routes import Router, serve_whole
-from toolshim.engine.turn import Turn, describe_body, with_meta
+from toolshim.engine.turn import Turn, describe_body, dropped_calls_warning, with_meta
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
-from toolshim.wire.openai_chat.legacy import dropped_calls_warning
 
 __all__ = ["Answer"]
 

@@ -41,12 +41,11 @@ from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.routes import Route, strip_body
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
-from toolshim.schemas import inspect_tools
+from toolshim.schemas import check_tool_names, inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai_chat import parse_request
-from toolshim.wire.openai_chat.requests import check_tool_names
 
 __all__ = ["Engine"]
 

@@ -44,12 +44,11 @@ from toolshim.engine.stream_parts import (
     raw_chunk,
     usage_chunks,
 )
-from toolshim.engine.turn import Turn, with_meta
+from toolshim.engine.turn import Turn, dropped_calls_warning, with_meta
 from toolshim.engine.unoffered import UnofferedFilter
 from toolshim.errors import ToolshimError
 from toolshim.types import Mode, StreamChunk
 from toolshim.wire.openai_chat import request_to_body
-from toolshim.wire.openai_chat.legacy import dropped_calls_warning
 
 __all__ = ["serve"]
 

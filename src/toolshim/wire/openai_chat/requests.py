@@ -7,7 +7,6 @@ field toolshim does not interpret is kept in ``params`` and written back unchang
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from toolshim.types import ChatRequest, ToolChoice, ToolSpec
 from toolshim.wire.openai_chat.legacy import has_legacy_fields, upgrade_request
 from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
-__all__ = ["TOOL_NAME", "check_tool_names", "parse_request", "request_to_body"]
+__all__ = ["parse_request", "request_to_body"]
 
 _REQUEST_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream"}
@@ -281,23 +280,3 @@ def _choice_to_wire(choice: ToolChoice) -> Any:
     if choice.kind == "function":
         return {"type": "function", "function": {"name": choice.name}}
     return choice.kind
-
-
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""What the OpenAI and Anthropic APIs accept as a tool name (letters, digits, ``_``, ``-``;
-1 to 64 of them)."""
-
-
-def check_tool_names(tools: Sequence[ToolSpec]) -> None:
-    """InvalidRequestError naming the first function tool whose name OpenAI and Anthropic would
-    refuse: such a name (100,000 characters, a NUL, a right-to-left mark, a ``<``) would reach
-    an emulated prompt verbatim."""
-    for i, tool in enumerate(tools):
-        if tool.is_function and not TOOL_NAME.fullmatch(tool.name):
-            shown = tool.name if len(tool.name) <= 80 else tool.name[:80] + "…"
-            raise InvalidRequestError(
-                f"tools[{i}]: the tool name {shown!r} ({len(tool.name)} characters) is not one "
-                "the OpenAI and Anthropic APIs accept: use 1 to 64 letters, digits, '_' or '-'",
-                param=f"tools.{i}.function.name",
-                code="invalid_tool_name",
-            )

@@ -20,7 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 
-from toolshim.engine import streaming
+import toolshim.engine.streaming as streaming
 from toolshim.engine.routes import Router, serve_whole
 from toolshim.engine.turn import Turn, describe_body, dropped_calls_warning, with_meta
 from toolshim.errors import ToolshimError

@@ -20,9 +20,10 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, assert_never
 
+import toolshim.engine.confidence as confidence
+import toolshim.engine.driver as steps
+import toolshim.engine.relay as relay
 from toolshim.accumulate import ChoiceAccumulator
-from toolshim.engine import confidence, relay
-from toolshim.engine import driver as steps
 from toolshim.engine.emulate import (
     check,
     emulation_body,

@@ -263,6 +263,9 @@ class Choice:
     message: Message
     finish_reason: str | None = "stop"
     extra: Mapping[str, Any] = EMPTY
+    stop_sequence: str | None = None
+    """The stop sequence that ended the reply, where the upstream says which
+    (llama-server's ``matched_stop``, vLLM's ``stop_reason``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,3 +329,6 @@ class StreamChunk:
     extra: Mapping[str, Any] = EMPTY
     """The other fields of a native chunk's delta (``reasoning_content``, ``reasoning_details``
     …), read from ``raw``; never written (``raw`` is)."""
+    stop_sequence: str | None = None
+    """The stop sequence that ended the reply, where the upstream says which (on the chunk
+    that finishes it)."""

@@ -55,6 +55,13 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _stop_sequence(choice: Mapping[str, Any]) -> str | None:
+    """The stop sequence an upstream says ended a choice (vLLM's ``stop_reason``, else
+    llama-server's ``matched_stop``; a token id is not one)."""
+    value = choice.get("stop_reason", choice.get("matched_stop"))
+    return value if isinstance(value, str) else None
+
+
 def completion_from_dict(data: Any) -> Completion:
     """Read an upstream's ``chat.completion`` leniently (missing ids and times are filled in)."""
     if not isinstance(data, Mapping):
@@ -76,6 +83,7 @@ def completion_from_dict(data: Any) -> Completion:
                 message=message,
                 finish_reason=c.get("finish_reason"),
                 extra=extra or EMPTY,
+                stop_sequence=_stop_sequence(c) if extra else None,
             )
         )
     top = ("id", "object", "created", "model", "choices", "usage", "toolshim")
@@ -159,6 +167,9 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
                 raw=data,
                 choice_index=int(c.get("index") or 0),
                 extra=extra or EMPTY,
+                stop_sequence=_stop_sequence(c)
+                if "stop_reason" in c or "matched_stop" in c
+                else None,
             )
         )
     return out

@@ -183,7 +183,6 @@ class ChatRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice | None = None
-    tool_choice_raw: Any = None
     parallel_tool_calls: bool | None = None
     stream: bool = False
     params: Mapping[str, Any] = EMPTY

@@ -128,7 +128,6 @@ def parse_request(data: Any) -> ChatRequest:
         messages=messages,
         tools=tools,
         tool_choice=choice,
-        tool_choice_raw=data.get("tool_choice"),
         parallel_tool_calls=parallel,
         stream=stream,
         params=params,
@@ -264,9 +263,7 @@ def request_to_body(request: ChatRequest, *, tools: bool = True) -> dict[str, An
     body["messages"] = [message_to_dict(m) for m in request.messages]
     if tools and request.tools:
         body["tools"] = [t.to_openai() for t in request.tools]
-        if request.tool_choice_raw is not None:
-            body["tool_choice"] = request.tool_choice_raw
-        elif request.tool_choice is not None:
+        if request.tool_choice is not None:
             body["tool_choice"] = _choice_to_wire(request.tool_choice)
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls

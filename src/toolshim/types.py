@@ -68,7 +68,7 @@ class Strategy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One tool the caller offers. ``raw`` is the caller's tool object, sent as is when native."""
+    """One tool the caller offers (``type`` ``function`` unless a protocol's own kind)."""
 
     name: str
     description: str = ""
@@ -76,7 +76,9 @@ class ToolSpec:
         default_factory=lambda: {"type": "object", "properties": {}}
     )
     type: str = "function"
-    raw: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = EMPTY
+    """The definition's other fields, sent on as they came: a function's (``strict`` …), or
+    the settings of a tool of another type."""
 
     @property
     def is_function(self) -> bool:
@@ -89,13 +91,14 @@ class ToolSpec:
         return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
 
     def to_openai(self) -> dict[str, Any]:
-        """The tool as an OpenAI ``tools[]`` entry (the caller's own object where there is one)."""
-        if self.raw is not None:
-            return dict(self.raw)
-        function: dict[str, Any] = {"name": self.name, "parameters": dict(self.parameters)}
+        """The tool as an OpenAI ``tools[]`` entry, its other fields as they came."""
+        if not self.is_function:
+            return {"type": self.type, **self.extra}
+        function: dict[str, Any] = {"name": self.name}
         if self.description:
             function["description"] = self.description
-        return {"type": self.type, "function": function}
+        function["parameters"] = dict(self.parameters)
+        return {"type": self.type, "function": {**function, **self.extra}}
 
 
 @dataclass(frozen=True, slots=True)

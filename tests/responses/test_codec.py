@@ -82,7 +82,7 @@ def test_codex_first_request_decodes_to_one_system_message_and_its_function_tool
     assert "Codex CLI" in request.messages[0].text
     names = [t.name for t in request.tools]
     assert "exec_command" in names and "web_search" not in names
-    assert all(t.raw is not None and t.raw["type"] == "function" for t in request.tools)
+    assert all(t.to_openai()["type"] == "function" for t in request.tools)
     exec_command = next(t for t in request.tools if t.name == "exec_command")
     assert exec_command.parameters["required"] == ["cmd"]
     assert request.stream and request.parallel_tool_calls is True

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolshim.errors import InvalidRequestError
-from toolshim.types import ChatRequest, ToolChoice, ToolSpec
+from toolshim.types import EMPTY, ChatRequest, ToolChoice, ToolSpec
 from toolshim.wire.openai_chat.legacy import has_legacy_fields, upgrade_request
 from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
@@ -205,6 +205,9 @@ def _list_of_dicts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(p, dict) for p in value)
 
 
+_FUNCTION_FIELDS = frozenset({"name", "description", "parameters"})
+
+
 def _tools(raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
     specs: list[ToolSpec] = []
     for i, tool in enumerate(raw):
@@ -224,12 +227,13 @@ def _tools(raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
                     parameters=params
                     if params is not None
                     else {"type": "object", "properties": {}},
-                    raw=tool,
+                    extra={k: v for k, v in function.items() if k not in _FUNCTION_FIELDS} or EMPTY,
                 )
             )
         else:
             name = str(tool.get("name") or kind)
-            specs.append(ToolSpec(name=name, type=kind, raw=tool))
+            extra = {k: v for k, v in tool.items() if k != "type"}
+            specs.append(ToolSpec(name=name, type=kind, extra=extra or EMPTY))
     return tuple(specs)
 
 

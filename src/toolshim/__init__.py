@@ -30,6 +30,7 @@ from toolshim.types import (
     Usage,
 )
 from toolshim.upstreams import OpenAIUpstream, Upstream
+from toolshim.wire.openai_chat import completion_to_dict
 
 __version__ = "0.1.0"
 
@@ -68,6 +69,7 @@ __all__ = [
     "Usage",
     "__version__",
     "available_dialects",
+    "completion_to_dict",
     "get_dialect",
     "tool",
 ]

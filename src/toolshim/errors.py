@@ -20,8 +20,8 @@
     ├── MCPServerError               an MCP server failed to start, crashed, hung or refused
     └── AgentLimitError              an agent run hit a safeguard and raise_on_limit was set
 
-Every error knows its HTTP status and its ``type``/``code`` labels; each protocol's codec in
-``toolshim.wire`` writes them in its own error shape (OpenAI ``{"error": {...}}``, Anthropic
+Every error knows its HTTP status and its ``type``/``code`` labels; each protocol's codec
+writes them in its own error shape (OpenAI ``{"error": {...}}``, Anthropic
 ``{"type": "error", ...}``). An error that ends a turn the engine had
 started carries that turn's ``toolshim`` metadata in ``meta`` (the proxy sends it beside
 ``error``).
@@ -53,7 +53,6 @@ __all__ = [
     "UpstreamProtocolError",
     "UpstreamStatusError",
     "UpstreamTimeoutError",
-    "error_body",
     "upstream_error_fields",
 ]
 
@@ -315,14 +314,6 @@ class ShuttingDownError(ToolshimError):
     status = 503
     error_type = "server_error"
     code = "shutting_down"
-
-
-def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
-    """The HTTP status and OpenAI error body for ``exc`` (kept for importers: the body is
-    written by the chat-completions codec, :func:`toolshim.wire.openai_chat.error_body`)."""
-    from toolshim.wire.openai_chat import error_body as openai_error_body
-
-    return openai_error_body(exc)
 
 
 def upstream_error_fields(body: Any) -> Mapping[str, Any]:

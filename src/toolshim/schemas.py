@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,7 +45,9 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_NODES",
     "MAX_STEPS",
+    "TOOL_NAME",
     "Checker",
+    "check_tool_names",
     "checker",
     "inspect_schema",
     "inspect_tools",
@@ -465,3 +468,23 @@ def checker(schema_text: str, transform: Callable[[Any], Any] | None = None) -> 
         return Checker(schema)
     except (SchemaError, TypeError, ValueError, RecursionError):
         return None
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What the OpenAI and Anthropic APIs accept as a tool name (letters, digits, ``_``, ``-``;
+1 to 64 of them)."""
+
+
+def check_tool_names(tools: Sequence[ToolSpec]) -> None:
+    """InvalidRequestError naming the first function tool whose name OpenAI and Anthropic would
+    refuse: such a name (100,000 characters, a NUL, a right-to-left mark, a ``<``) would reach
+    an emulated prompt verbatim."""
+    for i, tool in enumerate(tools):
+        if tool.is_function and not TOOL_NAME.fullmatch(tool.name):
+            shown = tool.name if len(tool.name) <= 80 else tool.name[:80] + "…"
+            raise InvalidRequestError(
+                f"tools[{i}]: the tool name {shown!r} ({len(tool.name)} characters) is not one "
+                "the OpenAI and Anthropic APIs accept: use 1 to 64 letters, digits, '_' or '-'",
+                param=f"tools.{i}.function.name",
+                code="invalid_tool_name",
+            )

@@ -68,7 +68,7 @@ class Strategy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One tool the caller offers. ``raw`` is the caller's tool object, sent as is when native."""
+    """One tool the caller offers (``type`` ``function`` unless a protocol's own kind)."""
 
     name: str
     description: str = ""
@@ -76,7 +76,9 @@ class ToolSpec:
         default_factory=lambda: {"type": "object", "properties": {}}
     )
     type: str = "function"
-    raw: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = EMPTY
+    """The definition's other fields, sent on as they came: a function's (``strict`` …), or
+    the settings of a tool of another type."""
 
     @property
     def is_function(self) -> bool:
@@ -89,13 +91,14 @@ class ToolSpec:
         return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
 
     def to_openai(self) -> dict[str, Any]:
-        """The tool as an OpenAI ``tools[]`` entry (the caller's own object where there is one)."""
-        if self.raw is not None:
-            return dict(self.raw)
-        function: dict[str, Any] = {"name": self.name, "parameters": dict(self.parameters)}
+        """The tool as an OpenAI ``tools[]`` entry, its other fields as they came."""
+        if not self.is_function:
+            return {"type": self.type, **self.extra}
+        function: dict[str, Any] = {"name": self.name}
         if self.description:
             function["description"] = self.description
-        return {"type": self.type, "function": function}
+        function["parameters"] = dict(self.parameters)
+        return {"type": self.type, "function": {**function, **self.extra}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +186,6 @@ class ChatRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice | None = None
-    tool_choice_raw: Any = None
     parallel_tool_calls: bool | None = None
     stream: bool = False
     params: Mapping[str, Any] = EMPTY
@@ -263,6 +265,9 @@ class Choice:
     message: Message
     finish_reason: str | None = "stop"
     extra: Mapping[str, Any] = EMPTY
+    stop_sequence: str | None = None
+    """The stop sequence that ended the reply, where the upstream says which
+    (llama-server's ``matched_stop``, vLLM's ``stop_reason``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +282,7 @@ class Completion:
     extra: Mapping[str, Any] = EMPTY
     meta: Metadata | None = None
     legacy: bool = False
-    """Written in the legacy ``function_call`` shape (one call) by ``to_openai``."""
+    """Written in the legacy ``function_call`` shape (one call) by the chat-completions codec."""
 
     @property
     def message(self) -> Message:
@@ -294,13 +299,6 @@ class Completion:
     @property
     def finish_reason(self) -> str | None:
         return self.choices[0].finish_reason if self.choices else None
-
-    def to_openai(self) -> dict[str, Any]:
-        """This completion as the OpenAI JSON object (with the ``toolshim`` key when set),
-        written by the chat-completions codec (:mod:`toolshim.wire.openai_chat`)."""
-        from toolshim.wire.openai_chat import completion_to_dict
-
-        return completion_to_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,3 +331,6 @@ class StreamChunk:
     extra: Mapping[str, Any] = EMPTY
     """The other fields of a native chunk's delta (``reasoning_content``, ``reasoning_details``
     …), read from ``raw``; never written (``raw`` is)."""
+    stop_sequence: str | None = None
+    """The stop sequence that ended the reply, where the upstream says which (on the chunk
+    that finishes it)."""

@@ -15,8 +15,8 @@ from toolshim.engine import Engine
 from toolshim.errors import UpstreamStatusError
 from toolshim.testing import FunctionUpstream
 from toolshim.types import ToolCallDelta
-from toolshim.wire.openai import chunk_from_dict
-from toolshim.wire.responses import merge_delta_fields
+from toolshim.wire.openai_chat import chunk_from_dict
+from toolshim.wire.openai_chat.answers import merge_delta_fields
 
 from ..chat.test_session import ScriptedTerminal, session_for
 

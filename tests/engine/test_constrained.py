@@ -14,7 +14,7 @@ from toolshim.dialects import PromptOptions, get_dialect, parse_reply
 from toolshim.engine import Engine
 from toolshim.testing import FakeUpstream, Reply
 from toolshim.types import ToolChoice
-from toolshim.wire.openai import parse_request
+from toolshim.wire.openai_chat import parse_request
 
 SPECS = parse_request(request()).tools
 

@@ -13,6 +13,7 @@ from tests.engine.helpers import ANSWER, CALL_TEXT, TOOLS, request
 from toolshim.engine import Engine
 from toolshim.errors import ToolCallError
 from toolshim.testing import FakeUpstream, Reply
+from toolshim.wire.openai_chat import completion_to_dict
 
 
 def force(*replies: Any, **kwargs: Any) -> tuple[Engine, FakeUpstream]:
@@ -319,7 +320,7 @@ def test_sync_wrappers() -> None:
 
 async def test_completion_to_openai_has_the_metadata() -> None:
     engine, _ = force(CALL_TEXT)
-    data = (await engine.acomplete(request())).to_openai()
+    data = completion_to_dict(await engine.acomplete(request()))
     assert data["object"] == "chat.completion"
     assert data["toolshim"] == {
         "mode": "force",

@@ -560,7 +560,7 @@ async def test_a_path_above_the_working_directory_is_pointed_into_it() -> None:
 def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str) -> None:
     from toolshim.dialects.calls import ParsedCall
     from toolshim.engine.focus import repair_paths
-    from toolshim.wire.openai import parse_request
+    from toolshim.wire.openai_chat import parse_request
 
     chat = parse_request(
         {

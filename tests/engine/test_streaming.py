@@ -14,7 +14,7 @@ from toolshim.engine import Engine
 from toolshim.errors import ToolCallError, UpstreamStatusError
 from toolshim.testing import FakeUpstream, Reply, call
 from toolshim.types import Metadata, StreamChunk
-from toolshim.wire.openai import chunk_to_dict
+from toolshim.wire.openai_chat import chunk_to_dict
 
 
 @dataclass

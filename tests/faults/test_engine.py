@@ -16,10 +16,11 @@ from tests.faults.faults import CUT_ARGUMENTS, DEADLINES, FAULTS, fault_url, hug
 from tests.server.helpers import WEATHER
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
-from toolshim.errors import ToolshimError, error_body
+from toolshim.errors import ToolshimError
 from toolshim.types import StreamChunk
 from toolshim.upstreams import OpenAIUpstream
 from toolshim.upstreams._policy import RetryPolicy
+from toolshim.wire.openai_chat import error_body
 
 
 async def no_wait(seconds: float) -> None:

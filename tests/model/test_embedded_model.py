@@ -19,7 +19,7 @@ from toolshim.engine import Engine
 from toolshim.engine.emulate import emulation_body
 from toolshim.local import EmbeddedServer
 from toolshim.upstreams.openai_http import OpenAIUpstream
-from toolshim.wire.openai import chunk_to_dict
+from toolshim.wire.openai_chat import chunk_to_dict, completion_to_dict
 
 pytestmark = pytest.mark.model
 
@@ -124,7 +124,7 @@ async def _complete(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
         completion = await engine.acomplete(body)
     finally:
         await engine.aclose()
-    data = completion.to_openai()
+    data = completion_to_dict(completion)
     ChatCompletion.model_validate(data)  # the openai SDK reads it
     return data
 

@@ -29,11 +29,11 @@ from toolshim.types import (
     Usage,
 )
 from toolshim.wire.base import Decoded
-from toolshim.wire.openai_responses_events import (
+from toolshim.wire.openai_responses.events import (
     ResponsesStreamEncoder,
     encode_completion,
 )
-from toolshim.wire.openai_responses_input import ResponsesContext, ResponsesRequest, decode_request
+from toolshim.wire.openai_responses.input import ResponsesContext, ResponsesRequest, decode_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
@@ -73,7 +73,7 @@ def test_codex_first_request_decodes_to_one_system_message_and_its_function_tool
     assert "Codex CLI" in request.messages[0].text
     names = [t.name for t in request.tools]
     assert "exec_command" in names and "web_search" not in names
-    assert all(t.raw is not None and t.raw["type"] == "function" for t in request.tools)
+    assert all(t.to_openai()["type"] == "function" for t in request.tools)
     exec_command = next(t for t in request.tools if t.name == "exec_command")
     assert exec_command.parameters["required"] == ["cmd"]
     assert request.stream and request.parallel_tool_calls is True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from toolshim.types import StreamChunk, ToolCallDelta
 from toolshim.upstreams._http import completion_as_chunks
-from toolshim.wire.responses import chunk_to_dict
+from toolshim.wire.openai_chat.answers import chunk_to_dict
 
 SIGNATURE = {"google": {"thought_signature": "sig-1"}}
 

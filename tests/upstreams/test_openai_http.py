@@ -14,9 +14,9 @@ from toolshim.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTimeoutError,
-    error_body,
 )
 from toolshim.upstreams import OpenAIUpstream, normalize_base_url
+from toolshim.wire.openai_chat import error_body
 
 COMPLETION = {
     "id": "chatcmpl-1",

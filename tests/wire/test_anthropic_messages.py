@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from toolshim.errors import ConfigError, InvalidRequestError, ToolCallError
 from toolshim.testing import read_sse
 from toolshim.types import Metadata, StreamChunk, ToolCallDelta, ToolChoice, Usage
-from toolshim.wire.anthropic_messages import CODEC, error_type, stop_reason
-from toolshim.wire.openai_chat import request_to_body
+from toolshim.wire.anthropic.codec import CODEC, error_type, stop_reason
+from toolshim.wire.openai_chat import chunk_from_dict, completion_from_dict, request_to_body
 
 TOOL = {"name": "f", "input_schema": {"type": "object", "properties": {"x": {"type": "integer"}}}}
 
@@ -286,3 +286,30 @@ def test_a_document_block_whose_source_is_not_text_is_a_bad_request(source: Any)
     }
     with pytest.raises(InvalidRequestError, match="document"):
         CODEC.decode(payload)
+
+
+@pytest.mark.parametrize("field", ["matched_stop", "stop_reason"])
+def test_the_stop_sequence_an_upstream_reports_is_the_stop_sequence(field: str) -> None:
+    decoded = CODEC.decode(request(stop_sequences=["END"]))
+    finishing = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop", field: "END"}]}
+    encoder = CODEC.stream_encoder(decoded.request)
+    for chunk in chunk_from_dict({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}):
+        encoder.feed(chunk)
+    for chunk in chunk_from_dict(finishing):
+        encoder.feed(chunk)
+    delta = dict(events(encoder.finish()))["message_delta"]
+    assert delta["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": "END"}
+    whole = completion_from_dict(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Hi"},
+                    "finish_reason": "stop",
+                    field: "END",
+                }
+            ]
+        }
+    )
+    body = CODEC.encode(whole, decoded.request)
+    assert (body["stop_reason"], body["stop_sequence"]) == ("stop_sequence", "END")

@@ -23,14 +23,14 @@ from toolshim.types import (
     ToolCallDelta,
     ToolChoice,
 )
-from toolshim.wire.legacy import downgrade_chunk, has_legacy_fields
-from toolshim.wire.openai import (
+from toolshim.wire.openai_chat import (
     chunk_from_dict,
     chunk_to_dict,
     completion_to_dict,
     parse_request,
     request_to_body,
 )
+from toolshim.wire.openai_chat.legacy import downgrade_chunk, has_legacy_fields
 
 TIME = {"name": "get_time", "parameters": {"type": "object", "properties": {}}}
 
@@ -265,7 +265,7 @@ NOON = ToolCall("call_2", "get_time", "{}")
 
 
 def test_a_legacy_completion_answers_with_function_call() -> None:
-    data = completion(PARIS).to_openai()
+    data = completion_to_dict(completion(PARIS))
     choice = data["choices"][0]
     assert choice["finish_reason"] == "function_call"
     assert choice["message"] == {

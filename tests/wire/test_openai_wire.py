@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from toolshim.errors import InvalidRequestError
 from toolshim.types import ToolChoice
-from toolshim.wire.openai import (
+from toolshim.wire.openai_chat import (
     completion_from_dict,
     completion_to_dict,
     parse_request,
@@ -231,7 +231,7 @@ def test_the_fast_check_never_accepts_what_pydantic_rejects(data: dict[str, Any]
     """parse_request skips pydantic for plainly valid requests; that must change nothing."""
     from pydantic import ValidationError
 
-    from toolshim.wire.requests import _plainly_valid, _WireRequest
+    from toolshim.wire.openai_chat.requests import _plainly_valid, _WireRequest
 
     if not _plainly_valid(data):
         return

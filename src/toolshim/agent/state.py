@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from toolshim.accumulate import ChoiceAccumulator
 from toolshim.agent.guards import CallLedger, PlannedCall
 from toolshim.agent.result import AgentResult, StopReason, ToolRun, TurnRecord
 from toolshim.types import EMPTY, Completion, Message, Metadata, StreamChunk, ToolCall, Usage
-from toolshim.wire.messages import message_to_dict
-from toolshim.wire.responses import merge_delta_fields
+from toolshim.wire.openai_chat.messages import message_to_dict
 
 __all__ = ["Reply", "RunState", "Stop"]
 
@@ -124,9 +124,8 @@ class Reply:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.meta: Metadata | None = None
-        self._calls: dict[int, list[str]] = {}
-        self._call_extra: dict[int, dict[str, Any]] = {}
-        self._extra: dict[str, Any] = {}
+        self._streamed = ChoiceAccumulator()
+        self._extra: dict[str, Any] = self._streamed.extra
         self._whole: tuple[ToolCall, ...] | None = None
 
     def take(self, completion: Completion) -> None:
@@ -140,39 +139,23 @@ class Reply:
 
     def add(self, chunk: StreamChunk) -> str | None:
         """Take one chunk; return its new text, if any."""
-        if chunk.usage is not None:
-            self.usage = chunk.usage
-        if chunk.meta is not None:
-            self.meta = chunk.meta
-        if chunk.choice_index != 0:
-            return None
-        self.finish_reason = chunk.finish_reason or self.finish_reason
-        merge_delta_fields(self._extra, chunk.extra, join_text=True)
-        for delta in chunk.tool_calls:
-            entry = self._calls.setdefault(delta.index, ["", "", ""])
-            if delta.id and not entry[0]:
-                entry[0] = delta.id
-            if delta.name and not entry[1].endswith(delta.name):
-                entry[1] += delta.name
-            if delta.arguments:
-                entry[2] += delta.arguments
-            merge_delta_fields(self._call_extra.setdefault(delta.index, {}), delta.extra)
-        if chunk.content:
-            self.text += chunk.content
-            return chunk.content
-        return None
+        streamed = self._streamed
+        text = streamed.add(chunk)
+        self.usage, self.meta, self.finish_reason = (
+            streamed.usage,
+            streamed.meta,
+            streamed.finish_reason,
+        )
+        if text:
+            self.text += text
+        return text
 
     def calls(self, turn: int) -> tuple[ToolCall, ...]:
         if self._whole is not None:
             return self._whole
         return tuple(
-            ToolCall(
-                id or f"call_{turn}_{index}",
-                name,
-                arguments or "{}",
-                extra=self._call_extra.get(index) or EMPTY,
-            )
-            for index, (id, name, arguments) in sorted(self._calls.items())
+            replace(call, arguments=call.arguments or "{}")
+            for call in self._streamed.tool_calls(lambda index: f"call_{turn}_{index}")
         )
 
     @property

@@ -33,7 +33,7 @@ import docstring_parser
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from toolshim.agent import signature
+import toolshim.agent.signature as signature
 from toolshim.agent.signature import is_async
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.schemas import checker

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+from toolshim.accumulate import ChoiceAccumulator
 from toolshim.errors import UpstreamError
 from toolshim.upstreams.base import Upstream
+from toolshim.wire.openai_chat import chunk_from_dict
 
 __all__ = ["TracingUpstream", "reassemble"]
 
@@ -82,34 +84,23 @@ class TracingUpstream:
 
 
 def reassemble(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Stream chunks put back together as one ``chat.completion`` (choice 0)."""
-    text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish = None
+    """Stream chunks put back together as one ``chat.completion`` (choice 0), by the one
+    accumulator (:class:`~toolshim.accumulate.ChoiceAccumulator`)."""
+    reply = ChoiceAccumulator()
     usage = None
     for chunk in chunks:
         usage = chunk.get("usage") or usage
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                continue
-            finish = choice.get("finish_reason") or finish
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                text.append(delta["content"])
-            for j, item in enumerate(delta.get("tool_calls") or ()):
-                entry = calls.setdefault(
-                    int(item.get("index", j) or 0),
-                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                function = item.get("function") or {}
-                entry["id"] = entry["id"] or item.get("id") or ""
-                entry["function"]["name"] += function.get("name") or ""
-                entry["function"]["arguments"] += function.get("arguments") or ""
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        for read in chunk_from_dict(chunk):
+            reply.add(read)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    calls = reply.tool_calls()
     if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
     return {
         "object": "chat.completion",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
         "usage": usage,
     }

@@ -42,7 +42,7 @@ from toolshim.errors import (
 )
 from toolshim.types import ToolSpec
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai import completion_from_dict
+from toolshim.wire.openai_chat import completion_from_dict
 
 __all__ = [
     "DEFAULT_PROBE_TIMEOUT",

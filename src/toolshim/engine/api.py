@@ -19,16 +19,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from toolshim.engine import streaming
-from toolshim.engine.turn import Turn, describe_body, with_meta
+import toolshim.engine.streaming as streaming
+from toolshim.engine.routes import Router, serve_whole
+from toolshim.engine.turn import Turn, describe_body, dropped_calls_warning, with_meta
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
-from toolshim.wire.legacy import dropped_calls_warning
-
-if TYPE_CHECKING:
-    from toolshim.engine.engine import Engine
 
 __all__ = ["Answer"]
 
@@ -38,10 +34,10 @@ log = logging.getLogger("toolshim.engine")
 class Answer:
     """One request being served: :meth:`complete` or :meth:`stream` it, once."""
 
-    __slots__ = ("_engine", "_turn")
+    __slots__ = ("_router", "_turn")
 
-    def __init__(self, engine: Engine, turn: Turn, warnings: Iterable[str] = ()) -> None:
-        self._engine = engine
+    def __init__(self, router: Router, turn: Turn, warnings: Iterable[str] = ()) -> None:
+        self._router = router
         self._turn = turn
         for warning in warnings:
             turn.warn(warning)
@@ -73,7 +69,8 @@ class Answer:
         """The whole answer; its ``meta`` is the ``toolshim`` metadata."""
         turn = self._turn
         try:
-            completion = await self._engine._serve(turn)
+            router = self._router
+            completion = await serve_whole(turn, router.route(turn), router)
         except ToolshimError as exc:
             with_meta(exc, turn)
             raise
@@ -89,4 +86,5 @@ class Answer:
     def stream(self) -> AsyncIterator[StreamChunk]:
         """The answer as chunks: one role chunk first, the metadata on the last. Close the
         iterator (``aclose``) to stop early: that closes the upstream request."""
-        return streaming.serve(self._engine, self._turn)
+        router, turn = self._router, self._turn
+        return streaming.serve(turn, router.route(turn), router)

@@ -15,11 +15,11 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, assert_never
 
+import toolshim.engine.confidence as confidence
+import toolshim.engine.driver as steps
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine import confidence
-from toolshim.engine import driver as steps
 from toolshim.engine.arguments import drop_undeclared_arguments
 from toolshim.engine.call_checks import (
     drop_repeats_in_reply,
@@ -43,7 +43,7 @@ from toolshim.engine.unused_numbers import unused_number_problems
 from toolshim.engine.validate import Verdict, validate_calls
 from toolshim.errors import InvalidRequestError
 from toolshim.types import Completion, Message, ToolCall
-from toolshim.wire.openai import request_to_body
+from toolshim.wire.openai_chat import request_to_body
 
 __all__ = [
     "check",

@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from toolshim.capabilities.facts import Source, Support
@@ -29,7 +28,7 @@ from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
-from toolshim.engine.emulate import emulate, emulation_body
+from toolshim.engine.emulate import emulation_body
 from toolshim.engine.focus import (
     COMPACT_OVER,
     brief_system,
@@ -38,18 +37,15 @@ from toolshim.engine.focus import (
     left_out_warning,
     schema_size,
 )
-from toolshim.engine.history import rewrite_history, strip_note
-from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
+from toolshim.engine.routes import Route, strip_body
 from toolshim.engine.turn import Turn
-from toolshim.engine.unoffered import drop_unoffered
 from toolshim.errors import ConfigError, UpstreamError
-from toolshim.schemas import inspect_tools
+from toolshim.schemas import check_tool_names, inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
-from toolshim.wire.openai import parse_request, request_to_body
-from toolshim.wire.requests import check_tool_names
+from toolshim.wire.openai_chat import parse_request
 
 __all__ = ["Engine"]
 
@@ -355,15 +351,19 @@ class Engine:
 
     # -- serving ----------------------------------------------------------------------------
 
-    def route(self, turn: Turn) -> str:
-        """Where a turn goes: ``native``, ``emulate``, ``strip``, ``try`` (native; on a tools
-        rejection learn and emulate) or ``native-or-strip`` (the same, but strip instead)."""
+    @property
+    def rescue(self) -> bool:
+        """Calls a native reply wrote as text are rescued (the ``rescue`` option)."""
+        return self.options.rescue
+
+    def route(self, turn: Turn) -> Route:
+        """Where a turn goes (:class:`~toolshim.engine.routes.Route`)."""
         request = turn.request
         mode = turn.mode
         if mode is Mode.OFF:
-            return "native"
+            return Route.NATIVE
         if mode is Mode.FORCE:
-            return "emulate" if request.tools or request.has_tool_history else "native"
+            return Route.EMULATE if request.tools or request.has_tool_history else Route.NATIVE
         support = self.support(request.model)
         if not request.tools:
             if (
@@ -371,58 +371,25 @@ class Engine:
                 and support is not Support.YES
                 and mode is not Mode.FALLBACK
             ):
-                return "emulate" if support is Support.NO or mode is Mode.STRIP else "native"
-            return "native"
+                return (
+                    Route.EMULATE if support is Support.NO or mode is Mode.STRIP else Route.NATIVE
+                )
+            return Route.NATIVE
         if mode is Mode.STRIP:
-            return "native-or-strip" if support is Support.YES else "strip"
+            return Route.NATIVE_OR_STRIP if support is Support.YES else Route.STRIP
         if mode is Mode.FALLBACK:
             # Native first, whatever a profile, probe or older error says; only what this
             # process just saw rejected, or a person's "no", spares the doomed attempt.
-            return "emulate" if self._known_without_tools(request.model) else "try"
+            return Route.EMULATE if self._known_without_tools(request.model) else Route.TRY_NATIVE
         if support is Support.NO:
-            return "emulate"
-        return "try"
+            return Route.EMULATE
+        return Route.TRY_NATIVE
 
     def _known_without_tools(self, model: str) -> bool:
         if model in self._rejected and self.support(model) is Support.NO:
             return True
         fact = self.registry.fact(self.upstream.key, model, "native_tools")
         return fact is not None and fact.source is Source.USER and fact.support is Support.NO
-
-    async def _serve(self, turn: Turn) -> Completion:
-        route = self.route(turn)
-        if route == "native":
-            completion = drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
-            if turn.mode is not Mode.FORCE and self.options.rescue:
-                return rescue(turn, completion) or completion
-            return completion  # off: native only
-        if route == "emulate":
-            return await emulate(turn)
-        if route == "strip":
-            return await self._strip(turn)
-        if route == "native-or-strip":
-            try:
-                return drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
-            except UpstreamError as exc:
-                if self.learn_rejection(turn, exc):
-                    return await self._strip(turn)
-                raise
-        try:
-            completion = await turn.call(request_to_body(turn.request))
-        except UpstreamError as exc:
-            if self.learn_rejection(turn, exc):
-                return await emulate(turn)
-            raise
-        return await self._after_native(turn, completion)
-
-    async def _after_native(self, turn: Turn, completion: Completion) -> Completion:
-        """A native reply in auto/fallback: keep it, trim it, rescue it, or emulate the turn."""
-        settled = settle_native(turn, completion, rescue_text=self.options.rescue)
-        return settled if settled is not None else await emulate(turn)
-
-    async def _strip(self, turn: Turn) -> Completion:
-        turn.warn("tools dropped: the model has no known native tool support")
-        return drop_unoffered(turn, await turn.call(strip_body(turn)), offered=())
 
     # -- the sync bridge --------------------------------------------------------------------
 
@@ -459,16 +426,4 @@ def _family_markup(model: str) -> str | None:
     return str(fact.value) if fact is not None else None
 
 
-def strip_body(turn: Turn, *, stream: bool = False) -> dict[str, Any]:
-    """Strip mode's body: no tools, history as text, and the "no tools" note."""
-    request = turn.request
-    messages = rewrite_history(request.messages, turn.dialect, strip_note())
-    params = dict(request.params)
-    if not stream:
-        params.pop("stream_options", None)
-    return request_to_body(
-        replace(request, messages=messages, stream=stream, params=params), tools=False
-    )
-
-
-__all__ += ["emulation_body", "strip_body"]
+__all__ += ["emulation_body", "strip_body"]  # (where they were first)

@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from toolshim.accumulate import ChoiceAccumulator
 from toolshim.dialects.extract import ReplyParser
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.emulate import check
@@ -39,13 +42,17 @@ from toolshim.engine.stream_parts import (
 )
 from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.errors import UpstreamError
-from toolshim.types import Completion, StreamChunk, ToolCallDelta
-from toolshim.wire.openai import chunk_from_dict, completion_from_dict
-from toolshim.wire.responses import merge_delta_fields
+from toolshim.types import Choice, Completion, Message, StreamChunk, ToolCallDelta
+from toolshim.wire.openai_chat import chunk_from_dict
 
 __all__ = ["held", "relay"]
 
 Learn = Callable[[UpstreamError], bool]
+
+
+def new_call_id() -> str:
+    """``call_`` and 24 hex digits: the id of a native call its upstream sent without one."""
+    return f"call_{secrets.token_hex(12)}"
 
 
 async def relay(
@@ -56,23 +63,24 @@ async def relay(
     parser = ReplyParser(turn.request.function_tools, markup=turn.markup)
     gate = TextGate()
     calls: list[ParsedCall] = []
-    native: list[dict[str, Any]] = []
+    native = ChoiceAccumulator()
     declined = False
     finish: str | None = None
     async for data in open_stream(turn, body, learn):
         rest, content, deltas, choice_finish = _split_first_choice(data)
         finish = choice_finish or finish
-        _count_usage(turn, data)
+        read = _count_usage(turn, data)
         if rest is not None:
             yield raw_chunk(rest)
-        if deltas and not native:
-            # The upstream calls natively after all: what the parser holds is prose.
-            pending = gate.flush(gate.tail + parser.pending)
-            if pending:
-                yield StreamChunk(content=pending)
-        native.extend(deltas)
+        if deltas:
+            if not native.has_calls:
+                # The upstream calls natively after all: what the parser holds is prose.
+                pending = gate.flush(gate.tail + parser.pending)
+                if pending:
+                    yield StreamChunk(content=pending)
+            _add_calls(native, read)
         if content:
-            if native or not rescue_text:
+            if native.has_calls or not rescue_text:
                 gate.emitted += content
                 yield StreamChunk(content=content)
             else:
@@ -80,9 +88,8 @@ async def relay(
                 declined |= any(s.declined for s in segments)
                 for text in texts(segments, calls, gate):
                     yield StreamChunk(content=text)
-    if native:
-        message_calls = _assemble(native)
-        completion = _completion(gate.emitted, message_calls, finish)
+    if native.has_calls:
+        completion = _completion(gate.emitted, native, finish)
         settled = settle_native(turn, completion, rescue_text=False)
         if settled is None:
             raise NeedsEmulation
@@ -159,10 +166,19 @@ async def held(
         yield chunk
 
 
-def _count_usage(turn: Turn, data: dict[str, Any]) -> None:
+def _count_usage(turn: Turn, data: dict[str, Any]) -> list[StreamChunk]:
+    """Count the chunk's usage; return the chunk read."""
     chunks = chunk_from_dict(data)
     if chunks:
         turn.add_usage(chunks[0].usage)
+    return chunks
+
+
+def _add_calls(native: ChoiceAccumulator, read: Sequence[StreamChunk]) -> None:
+    """Add the first choice's tool-call deltas (only those) of a chunk read."""
+    for chunk in read:
+        if chunk.choice_index == 0 and chunk.tool_calls:
+            native.add_calls(chunk.tool_calls)
 
 
 def _split_first_choice(
@@ -193,54 +209,28 @@ def _split_first_choice(
     return {**data, "choices": new_choices}, content, deltas, finish
 
 
-def _assemble(deltas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Native tool-call deltas put together into whole calls, in index order."""
-    calls: dict[int, dict[str, Any]] = {}
-    for position, delta in enumerate(deltas):
-        index = delta.get("index", position) if isinstance(delta, dict) else position
-        entry = calls.setdefault(
-            int(index or 0), {"id": None, "name": "", "arguments": "", "extra": {}}
-        )
-        function = delta.get("function") or {}
-        entry["id"] = delta.get("id") or entry["id"]
-        entry["name"] += function.get("name") or ""
-        arguments = function.get("arguments")
-        if arguments is not None:
-            entry["arguments"] += arguments if isinstance(arguments, str) else str(arguments)
-        # other fields (Gemini's extra_content.google.thought_signature) go back with the call
-        other = {k: v for k, v in delta.items() if k not in ("index", "id", "type", "function")}
-        merge_delta_fields(entry["extra"], other)
-    return [
-        {
-            "id": c["id"],
-            "type": "function",
-            "function": {"name": c["name"], "arguments": c["arguments"]},
-            **c["extra"],
-        }
-        for _, c in sorted(calls.items())
-    ]
-
-
-def _completion(text: str, calls: list[dict[str, Any]], finish: str | None) -> Completion:
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if calls:
-        message["tool_calls"] = calls
-    return completion_from_dict(
-        {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+def _completion(text: str, native: ChoiceAccumulator, finish: str | None) -> Completion:
+    """A native reply as a completion: ``text`` and the calls put together (a call sent
+    without an id gets one)."""
+    message = Message(
+        "assistant", text or None, tool_calls=native.tool_calls(lambda _: new_call_id())
     )
+    choice = Choice(0, message, finish_reason=finish)
+    return Completion(id="", model="", created=int(time.time()), choices=(choice,))
 
 
 def _reassemble(kept: Sequence[dict[str, Any]]) -> Completion:
     """Held native chunks put back together as one completion (the first choice)."""
     text: list[str] = []
-    deltas: list[dict[str, Any]] = []
+    native = ChoiceAccumulator()
     finish = None
     for data in kept:
         _, content, tool_deltas, choice_finish = _split_first_choice(data)
         text.append(content)
-        deltas.extend(tool_deltas)
+        if tool_deltas:
+            _add_calls(native, chunk_from_dict(data))
         finish = choice_finish or finish
-    return _completion("".join(text), _assemble(deltas), finish)
+    return _completion("".join(text), native, finish)
 
 
 def _calls_as_chunks(completion: Completion) -> list[StreamChunk]:

@@ -12,7 +12,7 @@ from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import unoffered_warning
 from toolshim.errors import UpstreamError
 from toolshim.types import StreamChunk, ToolCallDelta
-from toolshim.wire.openai import chunk_from_dict
+from toolshim.wire.openai_chat import chunk_from_dict
 
 __all__ = [
     "ARGUMENT_FRAGMENT",

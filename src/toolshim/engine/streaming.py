@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
-from toolshim.engine import confidence, relay
-from toolshim.engine import driver as steps
+import toolshim.engine.confidence as confidence
+import toolshim.engine.driver as steps
+import toolshim.engine.relay as relay
+from toolshim.accumulate import ChoiceAccumulator
 from toolshim.engine.emulate import (
     check,
     emulation_body,
@@ -31,6 +33,7 @@ from toolshim.engine.emulate import (
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step, step_before_giving_up
 from toolshim.engine.nocalls import stream_without_calls
+from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_body
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     Rejected,
@@ -42,25 +45,20 @@ from toolshim.engine.stream_parts import (
     raw_chunk,
     usage_chunks,
 )
-from toolshim.engine.turn import Turn, with_meta
+from toolshim.engine.turn import Turn, dropped_calls_warning, with_meta
 from toolshim.engine.unoffered import UnofferedFilter
 from toolshim.errors import ToolshimError
 from toolshim.types import Mode, StreamChunk
-from toolshim.wire.legacy import dropped_calls_warning
-from toolshim.wire.openai import request_to_body
-
-if TYPE_CHECKING:
-    from toolshim.engine.engine import Engine
+from toolshim.wire.openai_chat import request_to_body
 
 __all__ = ["serve"]
 
-STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 _OPENING_TOKENS = 8
 """Log-probability entries kept from a stream: the opening is judged at its first visible one."""
 
 
-async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The chunks of one streamed turn: one role chunk first, the metadata on the last (and,
+async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChunk]:
+    """The chunks of one streamed turn on ``route``: one role chunk first, the metadata on the last (and,
     for a legacy ``functions`` request, each chunk marked to be written in that shape). An
     error raised on the way carries the turn's metadata.
 
@@ -71,12 +69,12 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
     it: each layer of async generators costs CPU on every chunk of every stream.)
     """
     legacy = turn.request.legacy_functions
-    calls: dict[int, list[str]] = {}
+    calls = ChoiceAccumulator()
     role_sent = False
     previous: StreamChunk | None = None
     sent = False
     try:
-        async for chunk in _route(engine, turn):
+        async for chunk in _route(turn, route, router):
             if chunk.role is not None:
                 role_only = (
                     chunk.raw is None
@@ -90,18 +88,16 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
             elif not role_sent and _raw_has_role(chunk):
                 role_sent = True
             if chunk.tool_calls and chunk.choice_index == 0:
-                for delta in chunk.tool_calls:
-                    name_args = calls.setdefault(delta.index, ["", ""])
-                    name_args[0] += delta.name or ""
-                    name_args[1] += delta.arguments or ""
+                calls.add_calls(chunk.tool_calls)
             if previous is not None:
                 yield replace(previous, legacy=True) if legacy else previous
                 sent = True
             previous = chunk
-        if legacy and len(calls) > 1:
-            turn.warn(dropped_calls_warning(len(calls)))
-        turn.warn_repeats((name, arguments) for name, arguments in calls.values())
-        turn.calls_returned = bool(calls)
+        made = calls.tool_calls()
+        if legacy and len(made) > 1:
+            turn.warn(dropped_calls_warning(len(made)))
+        turn.warn_repeats((call.name, call.arguments) for call in made)
+        turn.calls_returned = bool(made)
         if previous is None:
             last = StreamChunk(meta=turn.meta())
         else:
@@ -117,30 +113,28 @@ async def serve(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
         raise
 
 
-def _route(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The stream of the route the engine picks (the generator of that route itself, where
-    no fallback has to be watched for)."""
-    from toolshim.engine.engine import strip_body
+def _route(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChunk]:
+    """The stream of ``route`` (the generator of that route itself, where no fallback has to
+    be watched for)."""
+    match route:
+        case Route.NATIVE:  # off, or no tools offered
+            judged = turn.request.wants_tools and router.rescue and turn.mode is not Mode.FORCE
+            return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
+        case Route.EMULATE:
+            return _emulated(turn)
+        case Route.STRIP:
+            turn.warn(STRIPPED_WARNING)
+            return _native(turn, strip_body(turn, stream=True))
+        case Route.NATIVE_OR_STRIP:
+            return _native_or_strip(turn, router)
+        case Route.TRY_NATIVE:
+            return _try_native(turn, router)
+        case _:
+            assert_never(route)
 
-    route = engine.route(turn)
-    rescue = engine.options.rescue
-    if route == "native":  # off, or no tools offered
-        judged = turn.request.wants_tools and rescue and turn.mode is not Mode.FORCE
-        return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
-    if route == "emulate":
-        return _emulated(turn)
-    if route == "strip":
-        turn.warn(STRIPPED_WARNING)
-        return _native(turn, strip_body(turn, stream=True))
-    if route == "native-or-strip":
-        return _native_or_strip(engine, turn)
-    return _try_native(engine, turn)
 
-
-async def _native_or_strip(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    from toolshim.engine.engine import strip_body
-
-    learn = partial(engine.learn_rejection, turn)
+async def _native_or_strip(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
+    learn = partial(router.learn_rejection, turn)
     try:
         async for chunk in _native(turn, request_to_body(turn.request), learn=learn):
             yield chunk
@@ -150,10 +144,10 @@ async def _native_or_strip(engine: Engine, turn: Turn) -> AsyncIterator[StreamCh
             yield chunk
 
 
-async def _try_native(engine: Engine, turn: Turn) -> AsyncIterator[StreamChunk]:
-    learn = partial(engine.learn_rejection, turn)
+async def _try_native(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
+    learn = partial(router.learn_rejection, turn)
     native_body = request_to_body(turn.request)
-    rescue = engine.options.rescue
+    rescue = router.rescue
     hold = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
     source = (
         relay.held(turn, native_body, rescue_text=rescue, learn=learn)

@@ -15,14 +15,27 @@ from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, Usage
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai import completion_from_dict
+from toolshim.wire.openai_chat import completion_from_dict
 
-__all__ = ["Turn", "call_key", "describe_body", "emulated_id", "with_meta"]
+__all__ = [
+    "Turn",
+    "call_key",
+    "describe_body",
+    "dropped_calls_warning",
+    "emulated_id",
+    "with_meta",
+]
 
 log = logging.getLogger("toolshim.engine")
 
 EMULATED_WARNING = "tool calls emulated"
 RESCUED_WARNING = "tool calls recovered from content"
+
+
+def dropped_calls_warning(count: int) -> str:
+    """The warning for a reply of ``count`` calls answered in the one-call legacy
+    ``function_call`` shape (the chat codec writes only the first)."""
+    return f"kept the first of {count} tool calls: the legacy function_call answer holds only one"
 
 
 def call_key(name: str, arguments: str) -> tuple[str, str]:

@@ -12,9 +12,10 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from toolshim.errors import InvalidRequestError, ToolshimError, UpstreamError, error_body
+from toolshim.errors import InvalidRequestError, ToolshimError, UpstreamError
 from toolshim.server.logs import REQUEST_ID
 from toolshim.types import Metadata
+from toolshim.wire.openai_chat import error_body
 
 __all__ = [
     "EMULATED_HEADER",
@@ -141,7 +142,7 @@ def error_meta(exc: BaseException) -> Metadata | None:
 def error_status_body(
     exc: BaseException, meta: Metadata | None = None
 ) -> tuple[int, dict[str, Any]]:
-    """Log ``exc`` as it deserves and map it with :func:`toolshim.errors.error_body`; the
+    """Log ``exc`` as it deserves and map it with :func:`toolshim.wire.openai_chat.error_body`; the
     turn's metadata (``meta``, else the error's own) goes beside ``error`` as ``toolshim``."""
     status, body = error_body(exc)
     meta = meta or error_meta(exc)

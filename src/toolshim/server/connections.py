@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from toolshim.errors import LimitExceededError, error_body
+from toolshim.errors import LimitExceededError
 from toolshim.server.limits import LimitLog, Limits
+from toolshim.wire.openai_chat import error_body
 
 __all__ = ["guarded_protocol", "raw_error_response"]
 

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 
-from toolshim.wire import anthropic_messages, openai_chat, openai_responses
+from toolshim.wire import anthropic, openai_chat, openai_responses
 from toolshim.wire.base import Codec
 
 __all__ = ["ANTHROPIC_CLIENT", "PROTOCOLS", "Kind", "ProtocolRoute", "codec_for_path"]
@@ -47,8 +47,8 @@ class ProtocolRoute:
 PROTOCOLS: tuple[ProtocolRoute, ...] = (
     ProtocolRoute("/v1/chat/completions", openai_chat.CODEC),
     ProtocolRoute("/v1/responses", openai_responses.CODEC),
-    ProtocolRoute("/v1/messages", anthropic_messages.CODEC),
-    ProtocolRoute("/v1/messages/count_tokens", anthropic_messages.CODEC, Kind.COUNT_TOKENS),
+    ProtocolRoute("/v1/messages", anthropic.CODEC),
+    ProtocolRoute("/v1/messages/count_tokens", anthropic.CODEC, Kind.COUNT_TOKENS),
 )
 
 
@@ -65,4 +65,4 @@ def codec_for_path(path: str) -> Codec:
                 best = route
     if best is not None:
         return best.codec
-    return anthropic_messages.CODEC if ANTHROPIC_CLIENT.get() else openai_chat.CODEC
+    return anthropic.CODEC if ANTHROPIC_CLIENT.get() else openai_chat.CODEC

@@ -42,9 +42,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from toolshim.errors import ToolshimError, UpstreamStatusError, error_body
+from toolshim.errors import ToolshimError, UpstreamStatusError
 from toolshim.testing import REJECTION_MESSAGES, Reply, rejection_error, stream_chunks
 from toolshim.upstreams.base import Upstream
+from toolshim.wire.openai_chat import error_body
 
 __all__ = [
     "RunningServer",

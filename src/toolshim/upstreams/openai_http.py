@@ -1,26 +1,27 @@
-"""An OpenAI-compatible upstream over httpx: chat completions (plain and SSE) and the model list.
+"""The one HTTP adapter to an OpenAI-compatible upstream: chat completions (plain and SSE),
+the model list, llama-server's token count.
 
-Works with Ollama's ``/v1``, llama-server, vLLM, LM Studio, OpenRouter and OpenAI. One pooled
-``httpx.AsyncClient`` is kept (pass your own, e.g. with ``httpx.MockTransport``, in tests).
-Every failure becomes an :mod:`toolshim.errors` upstream error that keeps the status, the body
-and the upstream's own message (credentials masked). Deadlines and retries follow
-:mod:`toolshim.upstreams._policy`.
+Works with Ollama's ``/v1``, llama-server, vLLM, LM Studio, OpenRouter and OpenAI. Requests go
+through a transport (:mod:`toolshim.upstreams._transports`): httpx here by default (pass your
+own ``httpx.AsyncClient``, e.g. with ``httpx.MockTransport``, in tests), one pooled aiohttp
+session for the proxy (:class:`~toolshim.upstreams.aiohttp_upstream.AiohttpUpstream`). Every
+failure becomes an :mod:`toolshim.errors` upstream error that keeps the status, the body and
+the upstream's own message (credentials masked). Deadlines and retries follow
+:mod:`toolshim.upstreams._policy`. Cancelling a call (a client that went away) closes its
+upstream connection, so the model server can stop generating.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import orjson
 
-from toolshim.errors import (
-    ConfigError,
-    UpstreamConnectionError,
-    UpstreamError,
-    UpstreamIncompleteError,
-)
+from toolshim.errors import ConfigError, UpstreamError
 from toolshim.redact import credential_values, url_without_credentials
 from toolshim.upstreams._http import (
     completion_as_chunks,
@@ -40,6 +41,7 @@ from toolshim.upstreams._policy import (
     with_retries,
 )
 from toolshim.upstreams._sse import DEFAULT_MAX_EVENT_BYTES, sse_objects
+from toolshim.upstreams._transports import HttpxTransport, Response, Transport
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "normalize_base_url"]
 
@@ -91,7 +93,8 @@ class OpenAIUpstream:
     one run holds in the next. ``timeout`` is the read deadline, ``connect_timeout`` and
     ``total_timeout`` the others; ``retries`` how often a safe failure is tried again. A
     ``user:pass@`` in ``base_url`` is sent as Basic credentials, in place of any
-    ``Authorization`` a caller forwards (``base_url`` is then kept without it).
+    ``Authorization`` a caller forwards (``base_url`` is then kept without it). ``transport``
+    replaces the httpx one (``client``).
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class OpenAIUpstream:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         headers: Mapping[str, str] | None = None,
         key: str | None = None,
+        transport: Transport | None = None,
     ) -> None:
         given = normalize_base_url(base_url)
         self.base_url, self._headers, self._authorization = upstream_headers(
@@ -114,15 +118,14 @@ class OpenAIUpstream:
         )
         self.shown_url = self.base_url
         self._key = url_without_credentials(key) if key is not None else self.shown_url
+        self.timeout = timeout
         self.deadlines = Deadlines(connect=connect_timeout, read=timeout, total=total_timeout)
         self.retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
         self.max_event_bytes = max_event_bytes
-        self._timeout = httpx.Timeout(timeout, connect=connect_timeout, pool=connect_timeout)
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=self._timeout,
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
-        )
+        self.transport: Transport = transport or HttpxTransport(client, timeout, connect_timeout)
+        self._errors = self.transport.errors
+        self._chat_url = f"{self.base_url}/chat/completions"
+        self._models_url = f"{self.base_url}/models"
         self._base_secrets = credential_values(self._headers, given)
 
     @property
@@ -131,17 +134,18 @@ class OpenAIUpstream:
         return self._key
 
     def __repr__(self) -> str:
+        name = type(self).__name__
         if self._key != self.shown_url:
-            return f"OpenAIUpstream({self.shown_url!r}, key={self._key!r})"
-        return f"OpenAIUpstream({self.shown_url!r})"
+            return f"{name}({self.shown_url!r}, key={self._key!r})"
+        return f"{name}({self.shown_url!r})"
 
-    def _url(self, path: str) -> str:
-        return f"{self.base_url}/{path.lstrip('/')}"
-
-    def _merged(self, headers: Mapping[str, str] | None) -> dict[str, str]:
-        if not headers:
-            return self._headers
-        return with_authorization({**self._headers, **headers}, self._authorization)
+    def _merged(
+        self, headers: Mapping[str, str] | None, accept: str | None = None
+    ) -> dict[str, str]:
+        merged = {**self._headers, **headers} if headers else dict(self._headers)
+        if accept is not None:
+            merged["Accept"] = accept
+        return with_authorization(merged, self._authorization) if headers else merged
 
     def _secrets(self, headers: Mapping[str, str] | None) -> tuple[str, ...]:
         if not headers:
@@ -150,74 +154,70 @@ class OpenAIUpstream:
 
     async def _open(
         self,
-        request: httpx.Request,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
         deadline: float | None,
         secrets: tuple[str, ...],
+        body: Any = None,
         retry: RetryPolicy | None = None,
-    ) -> httpx.Response:
-        """A streamed response whose status is not an error (an error answer raises)."""
+    ) -> Response:
+        """A response whose status is not an error (an error answer raises), with retries."""
+        transport = self.transport
 
-        async def attempt() -> httpx.Response:
+        async def attempt() -> Response:
             try:
                 async with self.deadlines.bound(deadline, self.shown_url):
-                    response = await self._client.send(request, stream=True)
-                    if response.status_code < 400:
+                    response = await transport.open(method, url, headers, body)
+                    if response.status < 400:
                         return response
                     try:
-                        content = await response.aread()
+                        content = await response.read()
                     finally:
-                        await response.aclose()
-            except httpx.HTTPError as exc:
-                raise self._transport_error(exc) from exc
-            raise status_error(
-                response.status_code,
-                content,
-                self.shown_url,
-                response.headers.get("retry-after"),
-                secrets,
-            )
+                        await response.release()
+            except UpstreamError:
+                raise
+            except self._errors as exc:
+                raise transport.error(exc, self.shown_url, self.deadlines, started=False) from exc
+            retry_after = response.header("Retry-After")
+            raise status_error(response.status, content, self.shown_url, retry_after, secrets)
 
         retry = self.retry if retry is None else retry
         return await with_retries(attempt, retry, deadline=deadline, url=self.shown_url)
 
-    async def _read(self, response: httpx.Response, deadline: float | None) -> bytes:
+    async def _read(self, response: Response, deadline: float | None) -> bytes:
         try:
             async with self.deadlines.bound(deadline, self.shown_url):
-                return await response.aread()
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, started=True) from exc
+                return await response.read()
+        except UpstreamError:
+            raise
+        except self._errors as exc:
+            raise self.transport.error(exc, self.shown_url, self.deadlines, started=True) from exc
         finally:
-            await response.aclose()
+            await response.release()
 
-    async def _chunks(
-        self, response: httpx.Response, deadline: float | None
-    ) -> AsyncIterator[bytes]:
-        raw = response.aiter_bytes()
+    async def _pieces(self, response: Response, deadline: float | None) -> AsyncIterator[bytes]:
         while True:
             try:
                 async with self.deadlines.bound(deadline, self.shown_url):
-                    chunk = await anext(raw, b"")
-            except httpx.HTTPError as exc:
-                raise self._transport_error(exc, started=True) from exc
-            if not chunk:
+                    piece = await response.read_some()
+            except UpstreamError:
+                raise
+            except self._errors as exc:
+                raise self.transport.error(
+                    exc, self.shown_url, self.deadlines, started=True
+                ) from exc
+            if not piece:
                 return
-            yield chunk
-
-    def _request(
-        self, method: str, path: str, headers: dict[str, str], body: Any = None
-    ) -> httpx.Request:
-        extensions = {"timeout": self._timeout.as_dict()}
-        return self._client.build_request(
-            method, self._url(path), json=body, headers=headers, extensions=extensions
-        )
+            yield piece
 
     async def complete(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         secrets = self._secrets(headers)
         deadline = self.deadlines.start()
-        request = self._request("POST", "chat/completions", self._merged(headers), body)
-        response = await self._open(request, deadline, secrets)
+        merged = self._merged(headers)
+        response = await self._open("POST", self._chat_url, merged, deadline, secrets, body)
         return reply_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def stream(
@@ -225,11 +225,11 @@ class OpenAIUpstream:
     ) -> AsyncIterator[dict[str, Any]]:
         secrets = self._secrets(headers)
         deadline = self.deadlines.start()
-        merged = {**self._merged(headers), "Accept": "text/event-stream"}
-        request = self._request("POST", "chat/completions", merged, {**body, "stream": True})
-        response = await self._open(request, deadline, secrets)
+        merged = self._merged(headers, accept="text/event-stream")
+        payload = {**body, "stream": True}
+        response = await self._open("POST", self._chat_url, merged, deadline, secrets, payload)
         try:
-            ctype = response.headers.get("content-type", "")
+            ctype = response.header("Content-Type") or ""
             if "text/event-stream" not in ctype and "json" in ctype:
                 # The upstream ignored "stream": answer with the whole completion as chunks.
                 whole = reply_object(await self._read(response, deadline), self.shown_url, secrets)
@@ -237,7 +237,7 @@ class OpenAIUpstream:
                     yield chunk
                 return
             events = sse_objects(
-                self._chunks(response, deadline),
+                self._pieces(response, deadline),
                 self.shown_url,
                 content_type=ctype,
                 max_event_bytes=self.max_event_bytes,
@@ -245,15 +245,21 @@ class OpenAIUpstream:
             )
             async for chunk in events:
                 yield chunk
+        except BaseException:
+            # Stopped early (an error, a cancelled request, a consumer that went away):
+            # drop the connection so that the model server stops generating.
+            await response.release(abort=True)
+            raise
         finally:
-            await response.aclose()
+            await response.release()
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         secrets = self._secrets(headers)
         deadline = self.deadlines.start()
-        request = self._request("GET", "models", self._merged(headers))
         # (not retried: /healthz must say at once that the upstream is down, and why)
-        response = await self._open(request, deadline, secrets, NO_RETRIES)
+        response = await self._open(
+            "GET", self._models_url, self._merged(headers), deadline, secrets, retry=NO_RETRIES
+        )
         return json_object(await self._read(response, deadline), self.shown_url, secrets)
 
     async def tokenize(self, text: str, *, within: float = 5.0) -> int | None:
@@ -261,43 +267,22 @@ class OpenAIUpstream:
         this upstream's credentials; ``within`` seconds at most), or None where it has none or it
         failed."""
         root = self.base_url.removesuffix("/v1")
+        failures: tuple[type[BaseException], ...] = (TimeoutError, ValueError, *self._errors)
         try:
-            response = await self._client.post(
-                f"{root}/tokenize", json={"content": text}, headers=self._headers, timeout=within
-            )
-            data = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            async with asyncio.timeout(within):
+                response = await self.transport.open(
+                    "POST", f"{root}/tokenize", self._headers, {"content": text}
+                )
+                try:
+                    if response.status != 200:
+                        return None
+                    data = orjson.loads(await response.read())
+                finally:
+                    await response.release()
+        except failures:
             return None
         tokens = data.get("tokens") if isinstance(data, dict) else None
         return len(tokens) if isinstance(tokens, list) else None
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    def _transport_error(self, exc: httpx.HTTPError, *, started: bool = False) -> UpstreamError:
-        """The error for ``exc``; ``started``: the answer's headers had come."""
-        url = self.shown_url
-        if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
-            return self.deadlines.connect_error(url)
-        if isinstance(exc, httpx.TimeoutException):
-            return self.deadlines.read_error(url)
-        if isinstance(exc, httpx.ConnectError):
-            return UpstreamConnectionError(
-                f"could not reach the upstream at {url}: {exc}", url=url, sent=False
-            )
-        if started:
-            return UpstreamIncompleteError(
-                f"the upstream at {url} cut its reply off before its end "
-                f"({type(exc).__name__}{': ' if str(exc) else ''}{exc})",
-                url=url,
-            )
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-            return UpstreamConnectionError(
-                f"the upstream at {url} broke the connection before answering: "
-                f"{str(exc) or type(exc).__name__}",
-                url=url,
-            )
-        return UpstreamConnectionError(
-            f"error talking to the upstream at {url}: {type(exc).__name__}", url=url
-        )
+        await self.transport.aclose()

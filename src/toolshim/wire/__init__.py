@@ -1,6 +1,5 @@
-"""Wire formats: one codec per protocol the proxy speaks (see :mod:`toolshim.wire.base`).
-
-``openai_chat`` (Chat Completions, also how upstreams are spoken to), ``anthropic_messages``
-(the Anthropic Messages API); ``legacy``, ``requests``, ``responses`` and ``messages`` are the
-chat-completions readers and writers ``openai_chat`` builds on.
+"""Wire formats: one package per protocol the proxy speaks, each with its codec (see
+:mod:`toolshim.wire.base`): ``openai_chat`` (Chat Completions, also how upstreams are spoken
+to), ``openai_responses`` (the Responses API), ``anthropic`` (the Anthropic Messages API);
+:mod:`.sse` writes server-sent events for all of them.
 """

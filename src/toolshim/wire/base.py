@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolshim.errors import ConfigError
 from toolshim.types import EMPTY, ChatRequest, Completion, Metadata, StreamChunk
 
-__all__ = ["Codec", "Decoded", "StreamEncoder"]
+__all__ = ["Codec", "Decoded", "StreamEncoder", "split_overrides"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +78,17 @@ class Codec(Protocol):
         """The HTTP status and the protocol's error body for ``exc`` (with ``meta`` as the
         ``toolshim`` object beside it when given)."""
         ...
+
+
+def split_overrides(payload: dict[str, Any]) -> Mapping[str, Any]:
+    """Take the ``toolshim`` object (per-request engine options) out of a request body."""
+    per_request = payload.pop("toolshim", None)
+    if per_request is None:
+        return {}
+    if not isinstance(per_request, Mapping):
+        raise ConfigError(
+            'the "toolshim" field must be an object such as {"mode": "force"}, not '
+            f"{type(per_request).__name__}",
+            param="toolshim",
+        )
+    return per_request

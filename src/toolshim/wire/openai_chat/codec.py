@@ -1,49 +1,20 @@
-"""The OpenAI Chat Completions protocol: its codec for the proxy (requests decoded into core
-types; completions, stream chunks and errors encoded as ``chat.completion``,
-``chat.completion.chunk`` SSE and ``{"error": {...}}``), and the one import point of the
-JSON readers and writers the engine and the upstreams use (:mod:`.requests`,
-:mod:`.responses`, :mod:`.messages`)."""
+"""The Chat Completions codec for the proxy: requests decoded into core types (by
+:mod:`.requests`); completions, stream chunks and errors encoded as ``chat.completion``,
+``chat.completion.chunk`` SSE and ``{"error": {...}}`` (by :mod:`.answers`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
-from toolshim.errors import ConfigError, ToolshimError
+from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
-from toolshim.wire.base import Decoded
-from toolshim.wire.messages import message_from_dict, message_to_dict
-from toolshim.wire.requests import parse_request, request_to_body
-from toolshim.wire.responses import (
-    chunk_from_dict,
-    chunk_to_dict,
-    completion_from_dict,
-    completion_to_dict,
-    new_completion_id,
-    usage_from_dict,
-    usage_to_dict,
-)
+from toolshim.wire.base import Decoded, split_overrides
+from toolshim.wire.openai_chat.answers import chunk_to_dict, completion_to_dict, new_completion_id
+from toolshim.wire.openai_chat.requests import parse_request
 from toolshim.wire.sse import sse_event
 
-__all__ = [
-    "CODEC",
-    "DONE",
-    "ChatCodec",
-    "ChatStreamEncoder",
-    "chunk_from_dict",
-    "chunk_to_dict",
-    "completion_from_dict",
-    "completion_to_dict",
-    "error_body",
-    "message_from_dict",
-    "message_to_dict",
-    "new_completion_id",
-    "parse_request",
-    "request_to_body",
-    "usage_from_dict",
-    "usage_to_dict",
-]
+__all__ = ["CODEC", "DONE", "ChatCodec", "ChatStreamEncoder", "error_body", "split_overrides"]
 
 DONE = b"data: [DONE]\n\n"
 """The event that ends every chat-completions stream, after an error event too."""
@@ -72,20 +43,6 @@ def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
             "code": None,
         }
     }
-
-
-def split_overrides(payload: dict[str, Any]) -> Mapping[str, Any]:
-    """Take the ``toolshim`` object (per-request engine options) out of a request body."""
-    per_request = payload.pop("toolshim", None)
-    if per_request is None:
-        return {}
-    if not isinstance(per_request, Mapping):
-        raise ConfigError(
-            'the "toolshim" field must be an object such as {"mode": "force"}, not '
-            f"{type(per_request).__name__}",
-            param="toolshim",
-        )
-    return per_request
 
 
 class ChatStreamEncoder:

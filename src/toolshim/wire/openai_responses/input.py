@@ -22,7 +22,7 @@ item                           becomes
 anything else                  dropped (results of OpenAI-hosted tools), with a warning
 =============================  ================================================================
 
-Tools and ``tool_choice``: :mod:`toolshim.wire.openai_responses_tools`.
+Tools and ``tool_choice``: :mod:`toolshim.wire.openai_responses.tools`.
 
 ``text.format`` ``json_schema`` / ``json_object`` becomes the upstream's ``response_format``;
 ``max_output_tokens`` becomes ``max_tokens``; ``temperature``, ``top_p`` and
@@ -45,7 +45,7 @@ from typing import Any
 from toolshim.errors import InvalidRequestError
 from toolshim.types import EMPTY, ChatRequest, Message, ToolCall
 from toolshim.wire.base import Decoded
-from toolshim.wire.openai_responses_tools import CUSTOM_INPUT, decode_tool_choice, decode_tools
+from toolshim.wire.openai_responses.tools import CUSTOM_INPUT, decode_tool_choice, decode_tools
 
 __all__ = [
     "ResponsesContext",

@@ -30,7 +30,7 @@ from typing import Any
 from toolshim.errors import ToolshimError
 from toolshim.types import Completion, Message, Metadata, StreamChunk, ToolCall, Usage
 from toolshim.wire.openai_chat import error_body
-from toolshim.wire.openai_responses_input import ResponsesContext
+from toolshim.wire.openai_responses.input import ResponsesContext
 from toolshim.wire.sse import sse_event
 
 __all__ = [

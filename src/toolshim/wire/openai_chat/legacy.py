@@ -14,7 +14,7 @@ answer ``message.function_call``            ``message.tool_calls[0]`` (one call 
 ==========================================  ================================================
 
 The legacy answer holds one call: downgrading keeps the first and drops the others (the
-engine reports that in the ``toolshim`` warnings, with :func:`dropped_calls_warning`).
+engine reports that in the ``toolshim`` warnings).
 """
 
 from __future__ import annotations
@@ -28,18 +28,12 @@ __all__ = [
     "LEGACY_CALL_ID_PREFIX",
     "downgrade_chunk",
     "downgrade_completion",
-    "dropped_calls_warning",
     "has_legacy_fields",
     "upgrade_request",
 ]
 
 LEGACY_CALL_ID_PREFIX = "legacy_"
 """Synthetic ids given to legacy assistant calls: ``legacy_0``, ``legacy_1``, …"""
-
-
-def dropped_calls_warning(count: int) -> str:
-    """The warning for a reply of ``count`` calls answered in the one-call legacy shape."""
-    return f"kept the first of {count} tool calls: the legacy function_call answer holds only one"
 
 
 def has_legacy_fields(data: Mapping[str, Any]) -> bool:

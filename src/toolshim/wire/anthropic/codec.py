@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
 from typing import Any
 
 from toolshim.errors import ToolshimError
@@ -41,7 +40,7 @@ from toolshim.types import (
     Metadata,
     StreamChunk,
 )
-from toolshim.wire.anthropic_requests import decode_request, server_tool_warning
+from toolshim.wire.anthropic.requests import decode_request, server_tool_warning
 from toolshim.wire.base import Decoded
 from toolshim.wire.sse import sse_event
 
@@ -85,10 +84,6 @@ def stop_reason(finish_reason: str | None, matched: Any, request: ChatRequest) -
     return "end_turn"
 
 
-def _matched_stop(fields: Mapping[str, Any]) -> Any:
-    return fields.get("stop_reason", fields.get("matched_stop"))
-
-
 def _input(arguments: str) -> Any:
     try:
         value = json.loads(arguments) if arguments.strip() else {}
@@ -110,7 +105,7 @@ def encode_completion(completion: Completion, request: ChatRequest) -> dict[str,
                 "input": _input(call.arguments),
             }
         )
-    matched = _matched_stop(completion.choices[0].extra) if completion.choices else None
+    matched = completion.choices[0].stop_sequence if completion.choices else None
     reason = stop_reason(completion.finish_reason, matched, request)
     usage = completion.usage
     out: dict[str, Any] = {
@@ -246,10 +241,8 @@ class MessagesStreamEncoder:
                 events.append(self._delta(index, delta))
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
-            if chunk.raw is not None:
-                for choice in chunk.raw.get("choices") or ():
-                    if isinstance(choice, Mapping) and not choice.get("index"):
-                        self.matched = _matched_stop(choice)
+            if chunk.stop_sequence is not None:
+                self.matched = chunk.stop_sequence
         return events
 
     def finish(self) -> list[bytes]:

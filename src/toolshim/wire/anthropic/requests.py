@@ -1,5 +1,5 @@
 """Anthropic Messages requests read into core types (the table is in
-:mod:`toolshim.wire.anthropic_messages`); malformed ones raise ``InvalidRequestError`` naming
+:mod:`toolshim.wire.anthropic.codec`); malformed ones raise ``InvalidRequestError`` naming
 the field at fault."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 
 from toolshim.errors import InvalidRequestError
 from toolshim.types import ChatRequest, Message, ToolCall, ToolChoice, ToolSpec
-from toolshim.wire.base import Decoded
-from toolshim.wire.openai_chat import split_overrides
+from toolshim.wire.base import Decoded, split_overrides
 
 __all__ = ["decode_request", "server_tool_warning"]
 

@@ -7,18 +7,17 @@ field toolshim does not interpret is kept in ``params`` and written back unchang
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolshim.errors import InvalidRequestError
-from toolshim.types import ChatRequest, ToolChoice, ToolSpec
-from toolshim.wire.legacy import has_legacy_fields, upgrade_request
-from toolshim.wire.messages import message_from_dict, message_to_dict
+from toolshim.types import EMPTY, ChatRequest, ToolChoice, ToolSpec
+from toolshim.wire.openai_chat.legacy import has_legacy_fields, upgrade_request
+from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
-__all__ = ["TOOL_NAME", "check_tool_names", "parse_request", "request_to_body"]
+__all__ = ["parse_request", "request_to_body"]
 
 _REQUEST_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream"}
@@ -129,7 +128,6 @@ def parse_request(data: Any) -> ChatRequest:
         messages=messages,
         tools=tools,
         tool_choice=choice,
-        tool_choice_raw=data.get("tool_choice"),
         parallel_tool_calls=parallel,
         stream=stream,
         params=params,
@@ -207,6 +205,9 @@ def _list_of_dicts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(p, dict) for p in value)
 
 
+_FUNCTION_FIELDS = frozenset({"name", "description", "parameters"})
+
+
 def _tools(raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
     specs: list[ToolSpec] = []
     for i, tool in enumerate(raw):
@@ -226,12 +227,13 @@ def _tools(raw: Sequence[Any]) -> tuple[ToolSpec, ...]:
                     parameters=params
                     if params is not None
                     else {"type": "object", "properties": {}},
-                    raw=tool,
+                    extra={k: v for k, v in function.items() if k not in _FUNCTION_FIELDS} or EMPTY,
                 )
             )
         else:
             name = str(tool.get("name") or kind)
-            specs.append(ToolSpec(name=name, type=kind, raw=tool))
+            extra = {k: v for k, v in tool.items() if k != "type"}
+            specs.append(ToolSpec(name=name, type=kind, extra=extra or EMPTY))
     return tuple(specs)
 
 
@@ -265,9 +267,7 @@ def request_to_body(request: ChatRequest, *, tools: bool = True) -> dict[str, An
     body["messages"] = [message_to_dict(m) for m in request.messages]
     if tools and request.tools:
         body["tools"] = [t.to_openai() for t in request.tools]
-        if request.tool_choice_raw is not None:
-            body["tool_choice"] = request.tool_choice_raw
-        elif request.tool_choice is not None:
+        if request.tool_choice is not None:
             body["tool_choice"] = _choice_to_wire(request.tool_choice)
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
@@ -281,23 +281,3 @@ def _choice_to_wire(choice: ToolChoice) -> Any:
     if choice.kind == "function":
         return {"type": "function", "function": {"name": choice.name}}
     return choice.kind
-
-
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""What the OpenAI and Anthropic APIs accept as a tool name (letters, digits, ``_``, ``-``;
-1 to 64 of them)."""
-
-
-def check_tool_names(tools: Sequence[ToolSpec]) -> None:
-    """InvalidRequestError naming the first function tool whose name OpenAI and Anthropic would
-    refuse: such a name (100,000 characters, a NUL, a right-to-left mark, a ``<``) would reach
-    an emulated prompt verbatim."""
-    for i, tool in enumerate(tools):
-        if tool.is_function and not TOOL_NAME.fullmatch(tool.name):
-            shown = tool.name if len(tool.name) <= 80 else tool.name[:80] + "…"
-            raise InvalidRequestError(
-                f"tools[{i}]: the tool name {shown!r} ({len(tool.name)} characters) is not one "
-                "the OpenAI and Anthropic APIs accept: use 1 to 64 letters, digits, '_' or '-'",
-                param=f"tools.{i}.function.name",
-                code="invalid_tool_name",
-            )

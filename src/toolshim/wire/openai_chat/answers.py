@@ -9,10 +9,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from toolshim.accumulate import merge_delta_fields
 from toolshim.errors import UpstreamProtocolError
 from toolshim.types import EMPTY, Choice, Completion, StreamChunk, ToolCallDelta, Usage
-from toolshim.wire.legacy import downgrade_chunk, downgrade_completion
-from toolshim.wire.messages import message_from_dict, message_to_dict
+from toolshim.wire.openai_chat.legacy import downgrade_chunk, downgrade_completion
+from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
 __all__ = [
     "chunk_from_dict",
@@ -54,6 +55,13 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _stop_sequence(choice: Mapping[str, Any]) -> str | None:
+    """The stop sequence an upstream says ended a choice (vLLM's ``stop_reason``, else
+    llama-server's ``matched_stop``; a token id is not one)."""
+    value = choice.get("stop_reason", choice.get("matched_stop"))
+    return value if isinstance(value, str) else None
+
+
 def completion_from_dict(data: Any) -> Completion:
     """Read an upstream's ``chat.completion`` leniently (missing ids and times are filled in)."""
     if not isinstance(data, Mapping):
@@ -75,6 +83,7 @@ def completion_from_dict(data: Any) -> Completion:
                 message=message,
                 finish_reason=c.get("finish_reason"),
                 extra=extra or EMPTY,
+                stop_sequence=_stop_sequence(c) if extra else None,
             )
         )
     top = ("id", "object", "created", "model", "choices", "usage", "toolshim")
@@ -158,35 +167,12 @@ def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
                 raw=data,
                 choice_index=int(c.get("index") or 0),
                 extra=extra or EMPTY,
+                stop_sequence=_stop_sequence(c)
+                if "stop_reason" in c or "matched_stop" in c
+                else None,
             )
         )
     return out
-
-
-def merge_delta_fields(
-    into: dict[str, Any], fields: Mapping[str, Any], *, join_text: bool = False
-) -> None:
-    """Add one streamed delta's ``extra`` fields to those gathered so far: objects are merged,
-    lists joined (``reasoning_details`` sent in pieces), text joined when ``join_text``
-    (``reasoning_content``), other values replaced; nulls are skipped. ``into`` owns its
-    nested objects and lists (they are copies)."""
-    for key, value in fields.items():
-        if value is None:
-            continue
-        old = into.get(key)
-        if isinstance(value, Mapping):
-            target = old if isinstance(old, dict) else {}
-            merge_delta_fields(target, value, join_text=join_text)
-            into[key] = target
-        elif isinstance(value, list):
-            if isinstance(old, list):
-                old.extend(value)
-            else:
-                into[key] = list(value)
-        elif join_text and isinstance(value, str) and isinstance(old, str):
-            into[key] = old + value
-        else:
-            into[key] = value
 
 
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolshim.errors import InvalidRequestError
-from toolshim.types import ToolChoice, ToolSpec
+from toolshim.types import EMPTY, ToolChoice, ToolSpec
 
 __all__ = ["CUSTOM_INPUT", "HOSTED_TOOL_TYPES", "decode_tool_choice", "decode_tools"]
 
@@ -113,16 +113,12 @@ def _function(tool: Mapping[str, Any], i: int) -> ToolSpec:
             f"tools[{i}]: 'parameters' must be a JSON Schema object and 'description' a string",
             param=f"tools.{i}",
         )
-    function: dict[str, Any] = {"name": name, "parameters": dict(parameters)}
-    if description:
-        function["description"] = description
-    if isinstance(tool.get("strict"), bool):
-        function["strict"] = tool["strict"]
+    strict = tool.get("strict")
     return ToolSpec(
         name=name,
         description=description,
         parameters=parameters,
-        raw={"type": "function", "function": function},
+        extra={"strict": strict} if isinstance(strict, bool) else EMPTY,
     )
 
 
@@ -146,13 +142,7 @@ def _custom(tool: Mapping[str, Any], i: int) -> ToolSpec:
         "required": [CUSTOM_INPUT],
         "additionalProperties": False,
     }
-    function = {"name": name, "description": description, "parameters": parameters}
-    return ToolSpec(
-        name=name,
-        description=description,
-        parameters=parameters,
-        raw={"type": "function", "function": function},
-    )
+    return ToolSpec(name=name, description=description, parameters=parameters)
 
 
 def decode_tool_choice(

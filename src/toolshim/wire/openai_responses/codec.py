@@ -1,9 +1,9 @@
 """The OpenAI Responses protocol (``POST /v1/responses``, for Codex CLI and the Agents SDK): its
 codec for the proxy.
 
-Requests are read by :mod:`.openai_responses_input` (input items) and
-:mod:`.openai_responses_tools` (tools, ``tool_choice``); answers, stream events and errors are
-written by :mod:`.openai_responses_events`; errors have OpenAI's shape
+Requests are read by :mod:`.input` (input items) and
+:mod:`.tools` (tools, ``tool_choice``); answers, stream events and errors are
+written by :mod:`.events`; errors have OpenAI's shape
 (``{"error": {"message", "type", "param", "code"}}``), as on chat completions.
 
 ``previous_response_id`` is served from a :class:`~toolshim.responses_store.ResponseStore`:
@@ -22,8 +22,8 @@ from toolshim.responses_store import MemoryDocuments, ResponseStore, open_respon
 from toolshim.types import ChatRequest, Completion, Metadata
 from toolshim.wire.base import Decoded
 from toolshim.wire.openai_chat import CODEC as CHAT
-from toolshim.wire.openai_responses_events import ResponsesStreamEncoder, encode_completion
-from toolshim.wire.openai_responses_input import (
+from toolshim.wire.openai_responses.events import ResponsesStreamEncoder, encode_completion
+from toolshim.wire.openai_responses.input import (
     ResponsesContext,
     ResponsesRequest,
     decode_request,
@@ -38,7 +38,7 @@ __all__ = ["CODEC", "ResponsesCodec", "ResponsesRequest"]
 def _context(request: ChatRequest) -> ResponsesContext:
     context = request.context if isinstance(request, ResponsesRequest) else None
     if context is None:  # a plain chat request (not decoded here): answer it all the same
-        from toolshim.wire.openai_responses_input import new_response_id
+        from toolshim.wire.openai_responses.input import new_response_id
 
         context = ResponsesContext(id=new_response_id(), model=request.model, created_at=0)
     return context

@@ -522,6 +522,18 @@ async def test_a_first_answer_in_text_to_a_change_request_is_opened_as_a_call() 
     completion = await coding_engine(upstream).acomplete(request([shell, tool("get_goal")]))
     (call,) = completion.message.tool_calls
     assert call.name == "exec_command"
+    # The Python that writes the file is that write, in the agent's shell: no second request.
+    assert json.loads(call.arguments) == {
+        "cmd": "cat > greeting.txt <<'TOOLSHIM_EOF'\nhi\nTOOLSHIM_EOF"
+    }
+    assert len(seen) == 1
+    # Any other answer is opened as the shell's call, which the model completes.
+    seen.clear()
+    upstream = FunctionUpstream(
+        prefilling("I will create it.", 'cmd="echo hi > greeting.txt")]', seen)
+    )
+    completion = await coding_engine(upstream).acomplete(request([shell, tool("get_goal")]))
+    (call,) = completion.message.tool_calls
     assert json.loads(call.arguments) == {"cmd": "echo hi > greeting.txt"}
 
 

@@ -138,3 +138,41 @@ def test_a_read_file_to_fix_is_opened_as_its_edit_not_its_test() -> None:
     assert editing_opening(edited, get_dialect("pythonic")) is None  # changed already
     unread = after_reading("Fix calc.py", "/w/test_calc.py", tools=(READ, EDIT))
     assert editing_opening(unread, get_dialect("pythonic")) is None  # read it first
+
+
+def test_with_only_a_shell_a_read_file_to_fix_is_opened_as_sed() -> None:
+    """Codex: calc.py read with cat, the test run; the fix opened as ``sed -i 's/``."""
+    exec_command = ToolSpec(
+        "exec_command", "run", {"type": "object", "properties": {"cmd": STRING}}
+    )
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message("user", "<cwd>/w</cwd>\npython3 test_calc.py fails. Fix the bug in calc.py."),
+            Message(
+                "assistant",
+                "",
+                tool_calls=(
+                    ToolCall("c1", "exec_command", '{"cmd": "python3 test_calc.py"}'),
+                    ToolCall("c2", "exec_command", '{"cmd": "cat calc.py"}'),
+                ),
+            ),
+            Message("tool", "AssertionError: -1", tool_call_id="c1"),
+            Message("tool", "def add(a, b):\n    return a - b", tool_call_id="c2"),
+        ),
+        tools=(exec_command,),
+    )
+    assert editing_opening(request, get_dialect("pythonic")) == "[exec_command(cmd=\"sed -i 's/"
+    fixed = replace(
+        request,
+        messages=(
+            *request.messages,
+            Message(
+                "assistant",
+                "",
+                tool_calls=(ToolCall("c3", "exec_command", '{"cmd": "sed -i s/-/+/ calc.py"}'),),
+            ),
+            Message("tool", "", tool_call_id="c3"),
+        ),
+    )
+    assert editing_opening(fixed, get_dialect("pythonic")) is None

@@ -8,6 +8,10 @@ has made one (:func:`~toolshim.engine.next_step.action_left`), an answer with on
 becomes a call of the agent's own tool: its file-writing tool (``Write(file_path, content)``)
 or, with none, its shell tool running ``cat > FILE <<'EOF'`` (Codex's ``exec_command``).
 
+The same goes for a reply that is Python writing the file (``[open("hello.py",
+"w").write('print("Hello, World!")')]``: the 1.5B's answer through Codex, whose one tool is a
+shell), when the request names the file.
+
 A block is taken only when it is unmistakably a whole file:
 
 * the file is named by the block's first line (``# greet.py``, ``// app.js``: the label is not
@@ -22,6 +26,7 @@ A block is taken only when it is unmistakably a whole file:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
@@ -51,7 +56,7 @@ _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
 
 def written_file_call(request: ChatRequest, text: str) -> ParsedCall | None:
     """The call that writes the one whole file ``text`` gives (see the module docstring)."""
-    found = _the_block(request, text)
+    found = _the_block(request, text) or _python_write(request, text)
     if found is None:
         return None
     name, content = found
@@ -89,6 +94,41 @@ def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
     if original is not None and not _replaces(original, content):
         return None
     return name, content
+
+
+def _python_write(request: ChatRequest, text: str) -> tuple[str, str] | None:
+    """``open("hello.py", "w").write("print(...)")`` written as the reply (the 1.5B's answer
+    through Codex, whose one tool is a shell): the file and its content, when that is the
+    whole reply, the file is one the request names and the content a plain string."""
+    source = text.strip().removeprefix("[").removesuffix("]").strip()
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    call = tree.body
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "write"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant)
+        and isinstance(call.args[0].value, str)
+    ):
+        return None
+    opened = call.func.value
+    if not (
+        isinstance(opened, ast.Call)
+        and isinstance(opened.func, ast.Name)
+        and opened.func.id == "open"
+        and len(opened.args) == 2
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in opened.args)
+    ):
+        return None
+    path, mode = (str(a.value) for a in opened.args if isinstance(a, ast.Constant))
+    if mode not in ("w", "wt") or not _is_known(path, _request_names(request.messages), []):
+        return None
+    content = call.args[0].value
+    return path, content if content.endswith("\n") else content + "\n"
 
 
 def _request_names(messages: Sequence[Message]) -> list[str]:

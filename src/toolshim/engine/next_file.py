@@ -142,20 +142,16 @@ def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
         ),
         None,
     )
+    if index is None:
+        return None
     tool = _tool(request.function_tools, _EDITING_TOOLS)
-    if index is None or tool is None:
-        return None
-    path_key = _parameter(tool, _PATH_PARAMETERS)
-    old_key = _parameter(tool, _OLD_PARAMETERS)
-    new_key = _parameter(tool, _NEW_PARAMETERS)
-    if path_key is None or old_key is None or new_key is None:
-        return None
-    untouched = set(untouched_since_request(messages))
-    calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
-    changed = " ".join(c.arguments for c in calls if c.name in _WRITING_TOOLS + _EDITING_TOOLS)
-    for name in files_named(messages[index].text):
-        if name in untouched or _TEST_FILE.search(name) or name.rsplit("/", 1)[-1] in changed:
-            continue
+    path_key = _parameter(tool, _PATH_PARAMETERS) if tool else None
+    old_key = _parameter(tool, _OLD_PARAMETERS) if tool else None
+    new_key = _parameter(tool, _NEW_PARAMETERS) if tool else None
+    if tool is None or path_key is None or old_key is None or new_key is None:
+        return _sed_opening(request, dialect, messages[index].text, index)
+    name = _file_to_fix(request, messages[index].text, index)
+    if name is not None:
         arguments = {path_key: _path(request, name), old_key: _MARK, new_key: ""}
         rendered = dialect.render_calls(
             [ToolCall("next_file", tool.name, json.dumps(arguments, ensure_ascii=False))]
@@ -177,6 +173,42 @@ def command_opening(request: ChatRequest, dialect: Dialect) -> str | None:
         return None
     rendered = dialect.render_calls(
         [ToolCall("next_file", tool.name, json.dumps({key: _MARK}, ensure_ascii=False))]
+    )
+    at = rendered.find(_MARK)
+    return rendered[:at] if at > 0 else None
+
+
+def _file_to_fix(request: ChatRequest, text: str, index: int) -> str | None:
+    """The first file ``text`` (the request) names that is not a test and that a call after
+    it has read but none has changed."""
+    messages = request.messages
+    untouched = set(untouched_since_request(messages))
+    calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
+    changed = " ".join(
+        c.arguments
+        for c in calls
+        if c.name in _WRITING_TOOLS + _EDITING_TOOLS or re.search(r"sed\s+-i|>", c.arguments)
+    )
+    for name in files_named(text):
+        if name in untouched or _TEST_FILE.search(name) or name.rsplit("/", 1)[-1] in changed:
+            continue
+        return name
+    return None
+
+
+def _sed_opening(request: ChatRequest, dialect: Dialect, text: str, index: int) -> str | None:
+    """With only a shell (Codex), the fix opened as ``sed -i 's/`` for the model to write the
+    text to replace, its replacement and the file."""
+    tool = _tool(request.function_tools, _SHELL_TOOLS)
+    key = _parameter(tool, _COMMAND_PARAMETERS) if tool else None
+    properties = tool.parameters.get("properties") if tool else None
+    schema = properties.get(key) if isinstance(properties, dict) and key else None
+    if tool is None or key is None or not isinstance(schema, dict) or schema.get("type") == "array":
+        return None
+    if _file_to_fix(request, text, index) is None:
+        return None
+    rendered = dialect.render_calls(
+        [ToolCall("next_file", tool.name, json.dumps({key: f"sed -i 's/{_MARK}"}))]
     )
     at = rendered.find(_MARK)
     return rendered[:at] if at > 0 else None

@@ -277,3 +277,29 @@ def test_missing_bfcl_says_what_to_install_for_multi_turn() -> None:
     assert done.returncode == 2, done.stderr
     assert INSTALL_COMMAND in " ".join(done.stderr.split())
     assert "Traceback" not in done.stderr
+
+
+@needs_bfcl
+def test_held_out_functions_arrive_at_their_turn_with_bfcls_message() -> None:
+    (c,) = load_multi_turn_cases(["multi_turn_miss_func"], limit=1, seed=None)
+    (turn, docs), *_ = c.held_out.items()
+    held = {d["name"] for d in docs}
+    seen: list[tuple[str, set[str], str]] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        names = {t["function"]["name"] for t in body.get("tools") or []}
+        system = " ".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
+        seen.append((str(last["content"]), names, system))
+        return "Nothing to do."
+
+    upstream = FunctionUpstream(model, tools="native")
+    runner = MultiTurnRunner(upstream, "m", CONFIGS[:2])
+    asyncio.run(runner.run([c]))
+    native, prompt = seen[: len(c.turns)], seen[len(c.turns) :]
+    for index, (_, names, _) in enumerate(native):
+        assert (held <= names) == (index >= turn), index
+    assert native[turn][0] == load_multi_turn().additional_function_prompt_fc
+    # BFCL's prompt mode: the docs in the user message, the system prompt left as it was
+    assert all(name in prompt[turn][0] for name in held)
+    assert not any(name in prompt[turn][2] for name in held)

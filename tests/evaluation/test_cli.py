@@ -104,7 +104,7 @@ def test_eval_against_an_http_upstream(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--categories", "multi_turn_base"], "unknown BFCL category 'multi_turn_base'"),
+        (["--categories", "klingon"], "unknown BFCL category 'klingon'"),
         (["--config", "force:klingon"], "unknown dialect 'klingon'"),
         (["--baseline", "oracle"], "unknown baseline 'oracle'"),
         (["--model-file", "nowhere.gguf", "--upstream", "http://x"], "not both"),

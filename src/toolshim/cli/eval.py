@@ -2,55 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
-from toolshim.capabilities.registry import Registry
-from toolshim.cli._eval_setup import (
-    build_configs,
-    first_model,
-    machine,
-    sigterm_as_interrupt,
-    upstream_for_eval,
-)
 from toolshim.cli._options import RegistryOption, UpstreamApiKeyOption
 from toolshim.cli.eval_apply import DEFAULT_BFCL_OUTPUT, apply_eval
-from toolshim.errors import ConfigError, ToolshimError
-from toolshim.evaluation import (
-    BASELINES,
-    DEFAULT_CATEGORIES,
-    BfclCase,
-    CaseRecord,
-    EvalConfig,
-    EvalRunner,
-    load_bfcl,
-    load_cases,
-    load_report,
-    markdown_table,
-    render_tables,
-    summarize,
-    write_chart,
-    write_report,
-)
+from toolshim.errors import ToolshimError
 from toolshim.evaluation.agent_tasks import KINDS
-from toolshim.evaluation.pick import engine_settings
-from toolshim.upstreams.openai_http import OpenAIUpstream
+from toolshim.evaluation.bfcl import DEFAULT_CATEGORIES
+from toolshim.evaluation.bfcl_multi_turn import MULTI_TURN_ALIAS, is_multi_turn
 
 __all__ = ["register"]
 
@@ -64,128 +28,24 @@ toolshim eval --upstream http://127.0.0.1:8080/v1 --config force:json --config f
 
 --apply then picks the best configuration for the model, judged on this report and the other suite's together (combined score: the mean of the BFCL and agent-suite overall accuracies, each on the cases every candidate ran), and stores its dialect, strategy and constraint in the capability registry (source eval), where serve, chat and run find them. Example: toolshim eval --report-only -o bfcl.json --other-report agent.json --apply
 
+BFCL's multi-turn categories (--categories multi_turn): whole conversations of several user turns on BFCL's simulated file system, Twitter, messaging, trading, travel and vehicle APIs; every call is executed and its result sent back, until the model answers or --max-steps runs out; scored by BFCL's multi-turn checker (the APIs' state and the results after every turn). The table adds turns, steps, LLM calls per case and per turn, tokens and seconds per case. Example: toolshim eval --categories multi_turn_base --first --limit 20 --config auto+served -o bfcl-multi-turn.json
+
 Without --upstream the embedded model runs (toolshim\\[local]); --model-file PATH.gguf or --local-model NAME picks another. Needs bfcl-eval: pip install 'toolshim\\[eval]' && pip install --no-deps bfcl-eval==2026.3.23
 """
 
 CATEGORIES_HELP = (
-    "BFCL categories, comma-separated \\[default: " + ",".join(DEFAULT_CATEGORIES) + "]."
+    "BFCL categories, comma-separated \\[default: "
+    + ",".join(DEFAULT_CATEGORIES)
+    + "]; multi_turn (or multi_turn_base, multi_turn_miss_func, multi_turn_miss_param, "
+    "multi_turn_long_context) runs BFCL's multi-turn conversations instead."
 )
 DEFAULT_OUTPUT = DEFAULT_BFCL_OUTPUT
 
-console = Console()
 err_console = Console(stderr=True)
 
 
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
-
-
-async def _evaluate(
-    *,
-    base_url: str,
-    model: str | None,
-    api_key: str | None,
-    configs: list[EvalConfig],
-    cases: list[BfclCase],
-    limit: int | None,
-    seed: int | None,
-    temperature: float,
-    max_tokens: int | None,
-    max_reasks: int,
-    output: Path,
-    resume: bool,
-    meta_extra: dict[str, Any],
-    served_facts: Callable[[Registry], object] | None = None,
-    parallel: int = 1,
-) -> list[CaseRecord]:
-    # The embedded model's facts live under its stable key (its port changes every run).
-    upstream = OpenAIUpstream(base_url, api_key=api_key, key=meta_extra.get("upstream_key"))
-    try:
-        model_name = model or await first_model(upstream)
-        records: list[CaseRecord] = []
-        previous: dict[str, Any] = {}
-        if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
-            previous, records = load_report(output)
-            wanted = {c.id for c in cases}
-            records = [r for r in records if r.case_id in wanted]
-        runner = EvalRunner(
-            upstream,
-            model_name,
-            configs,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            max_reasks=max_reasks,
-            served_facts=served_facts,
-        )
-        meta = {
-            **meta_extra,
-            "model": model_name,
-            "configs": list(
-                dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])
-            ),
-            "settings": {
-                **previous.get("settings", {}),
-                **engine_settings(runner.engines, model_name),
-            },
-            "categories": list(dict.fromkeys(c.category for c in cases)),
-            "limit": limit,
-            "seed": seed,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "max_reasks": max_reasks,
-            "parallel": parallel,
-            "bfcl_eval": load_bfcl().version,
-            "started": previous.get("started")
-            or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "machine": machine(),
-        }
-        done = {(r.case_id, r.config) for r in records}
-        total = runner.pending(cases, done)
-        err_console.print(
-            f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
-            f"{total} runs to do" + (f" ({len(done)} already in {output})" if done else "")
-        )
-        last_write = run_started = time.monotonic()
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-        ) as progress:
-            task = progress.add_task("eval", total=total)
-
-            def on_record(record: CaseRecord) -> None:
-                nonlocal last_write
-                records.append(record)
-                mark = "✓" if record.valid else "✗"
-                progress.update(
-                    task,
-                    advance=1,
-                    description=f"{record.category} {record.config} {mark}",
-                )
-                if not err_console.is_terminal:  # a log file: one line per run instead of a bar
-                    finished = int(progress.tasks[0].completed)
-                    err_console.print(
-                        f"[{finished}/{total}] {record.case_id} {record.config} {mark} "
-                        f"{record.llm_calls} call(s) {record.latency_s:.1f}s",
-                        highlight=False,
-                        markup=False,
-                    )
-                if time.monotonic() - last_write > 20:
-                    write_report(output, meta, records)
-                    last_write = time.monotonic()
-
-            try:
-                await runner.run(cases, skip=done, on_record=on_record, parallel=parallel)
-            finally:
-                meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                meta["wall_s"] = round(time.monotonic() - run_started, 1)
-                write_report(output, meta, records)
-        return records
-    finally:
-        await upstream.aclose()
 
 
 def register(app: typer.Typer) -> None:
@@ -266,8 +126,15 @@ def register(app: typer.Typer) -> None:
             typer.Option("--categories", help=CATEGORIES_HELP),
         ] = None,
         limit: Annotated[
-            int, typer.Option("--limit", min=0, help="Cases per category (0: all).")
-        ] = 50,
+            int | None,
+            typer.Option(
+                "--limit",
+                min=0,
+                help="Cases per category, 0: all \\[bfcl 50, multi-turn 20, agent 50 a kind, "
+                "coding all].",
+                show_default=False,
+            ),
+        ] = None,
         seed: Annotated[
             int, typer.Option("--seed", help="Seed of the per-category sample of cases.")
         ] = 0,
@@ -281,9 +148,14 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--temperature", help="Sampling temperature.")
         ] = 0.0,
         max_tokens: Annotated[
-            int,
-            typer.Option("--max-tokens", min=0, help="Output token limit per request (0: none)."),
-        ] = 256,
+            int | None,
+            typer.Option(
+                "--max-tokens",
+                min=0,
+                help="Output token limit per request, 0: none \\[bfcl 256, multi-turn 512].",
+                show_default=False,
+            ),
+        ] = None,
         max_reasks: Annotated[
             int, typer.Option("--max-reasks", min=0, help="toolshim's re-asks per case.")
         ] = 2,
@@ -333,15 +205,31 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 1,
         max_turns: Annotated[
-            int, typer.Option("--max-turns", min=1, help="agent suite: model turns per task.")
-        ] = 6,
+            int | None,
+            typer.Option(
+                "--max-turns",
+                min=1,
+                help="agent and coding suites: model turns per task \\[agent 6, coding 12].",
+                show_default=False,
+            ),
+        ] = None,
+        max_steps: Annotated[
+            int | None,
+            typer.Option(
+                "--max-steps",
+                min=1,
+                help="BFCL multi-turn: model steps a user turn may take before the case is "
+                "force-quit (a fail) \\[BFCL's 20].",
+                show_default=False,
+            ),
+        ] = None,
         budget: Annotated[
             float | None,
             typer.Option(
                 "--budget",
                 min=1,
-                help="agent and coding suites: seconds per task (else a hang) \\[agent 300, "
-                "coding 900].",
+                help="agent and coding suites, BFCL multi-turn: seconds per task or case (else "
+                "a hang) \\[agent 300, coding 900, multi-turn 1800].",
                 show_default=False,
             ),
         ] = None,
@@ -386,6 +274,10 @@ def register(app: typer.Typer) -> None:
         ] = False,
         registry: RegistryOption = None,
     ) -> None:
+        def fail(message: str) -> None:
+            err_console.print(Text.assemble(("error: ", "red"), message))
+            raise typer.Exit(2)
+
         def then_apply() -> None:
             if apply:
                 apply_eval(
@@ -421,9 +313,9 @@ def register(app: typer.Typer) -> None:
                     clients=_split(client),
                     routes=list(dict.fromkeys(routes)),
                     task_ids=_split(task),
-                    limit=limit if limit != 50 else 0,
+                    limit=limit or 0,
                     budget=budget or 900.0,
-                    max_turns=max_turns if max_turns != 6 else 12,
+                    max_turns=max_turns or 12,
                     output=coding_output,
                     resume=resume,
                     report_only=report_only,
@@ -452,10 +344,10 @@ def register(app: typer.Typer) -> None:
                 strategies=_split(strategy),
                 baselines=_split(baseline),
                 kinds=_split(categories),
-                limit=limit,
+                limit=50 if limit is None else limit,
                 temperature=temperature,
                 max_reasks=max_reasks,
-                max_turns=max_turns,
+                max_turns=max_turns or 6,
                 budget=budget or 300.0,
                 parallel=parallel,
                 output=output,
@@ -466,106 +358,55 @@ def register(app: typer.Typer) -> None:
             then_apply()
             return
         if suite.strip().lower() != "bfcl":
-            err_console.print(
-                Text.assemble(
-                    ("error: ", "red"), f"unknown suite {suite!r}; use bfcl, agent or coding"
-                )
-            )
-            raise typer.Exit(2)
-
-        def named_configs() -> list[EvalConfig]:
-            return build_configs(
-                _split(mode),
-                _split(dialect),
-                _split(strategy),
-                _split(config),
-                _split(baseline) or list(BASELINES),
+            fail(f"unknown suite {suite!r}; use bfcl, agent or coding")
+        cats = _split(categories)
+        multi_turn = any(is_multi_turn(c) for c in cats)
+        if multi_turn and not all(is_multi_turn(c) for c in cats):
+            fail(
+                "BFCL's multi-turn categories run apart from the single-turn ones (their "
+                f"report differs); run --categories {MULTI_TURN_ALIAS} on its own"
             )
 
-        if report_only:
-            try:
-                meta, records = load_report(output)
-            except ToolshimError as exc:
-                err_console.print(Text.assemble(("error: ", "red"), exc.message))
-                raise typer.Exit(2) from None
-            if mode or dialect or strategy or config:
-                # Only the named configurations (and the baselines): the tables then count
-                # the cases these finished, not the fewer that every configuration did.
-                try:
-                    labels = {c.label for c in named_configs()}
-                except ToolshimError as exc:
-                    err_console.print(Text.assemble(("error: ", "red"), exc.message))
-                    raise typer.Exit(2) from None
-                records = [r for r in records if r.config in labels]
-            _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta))
-            then_apply()
+        if apply and multi_turn:
+            fail("--apply weighs the single-turn BFCL and agent reports, not multi-turn ones")
+        common: dict[str, Any] = {
+            "categories": cats,
+            "upstream": upstream,
+            "model": model,
+            "model_file": model_file,
+            "local_model": local_model,
+            "ctx_size": ctx_size,
+            "threads": threads,
+            "api_key": api_key,
+            "configs": _split(config),
+            "modes": _split(mode),
+            "dialects": _split(dialect),
+            "strategies": _split(strategy),
+            "baselines": _split(baseline),
+            "limit": limit,
+            "seed": None if first else seed,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "max_reasks": max_reasks,
+            "parallel": parallel,
+            "resume": resume,
+            "report_only": report_only,
+            "markdown": markdown,
+        }
+        if multi_turn:
+            from toolshim.cli.eval_multi_turn import (
+                DEFAULT_MULTI_TURN_OUTPUT,
+                run_multi_turn_suite,
+            )
+
+            run_multi_turn_suite(
+                **common,
+                max_steps=max_steps,
+                budget=budget,
+                output=output if output != DEFAULT_OUTPUT else DEFAULT_MULTI_TURN_OUTPUT,
+            )
             return
-        try:
-            configs = named_configs()
-            cases = load_cases(
-                _split(categories) or list(DEFAULT_CATEGORIES),
-                limit=limit or None,
-                seed=None if first else seed,
-            )
-            with (
-                sigterm_as_interrupt(),
-                upstream_for_eval(
-                    upstream, model_file, local_model, ctx_size or 4096, threads, parallel
-                ) as (
-                    base_url,
-                    served_model,
-                    described,
-                    served_facts,
-                ),
-            ):
-                records = asyncio.run(
-                    _evaluate(
-                        base_url=base_url,
-                        model=model or served_model,
-                        api_key=api_key,
-                        configs=configs,
-                        cases=cases,
-                        limit=limit or None,
-                        seed=None if first else seed,
-                        temperature=temperature,
-                        max_tokens=max_tokens or None,
-                        max_reasks=max_reasks,
-                        output=output,
-                        resume=resume,
-                        meta_extra=described,
-                        served_facts=served_facts,
-                        parallel=parallel,
-                    )
-                )
-        except ToolshimError as exc:
-            err_console.print(Text.assemble(("error: ", "red"), exc.message))
-            raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
-        _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta_of(output)))
-        err_console.print(f"Report: {output}")
+        from toolshim.cli.eval_bfcl import run_bfcl_suite
+
+        run_bfcl_suite(**common, output=output, chart=chart)
         then_apply()
-
-
-def meta_of(path: Path) -> dict[str, Any]:
-    return load_report(path)[0]
-
-
-def _title(meta: dict[str, Any]) -> str:
-    model = meta.get("model", "?")
-    return f"BFCL on {model} (temperature {meta.get('temperature', '?')}, max_tokens {meta.get('max_tokens', '?')})"
-
-
-def _show(records: list[CaseRecord], chart: Path, markdown: bool, *, title: str) -> None:
-    """The tables, the chart and (optionally) the Markdown table of ``records``."""
-    summaries = summarize(records)
-    if not summaries:
-        err_console.print("The report has no cases yet.")
-        return
-    render_tables(summaries, console, title=title)
-    if markdown:
-        console.print(markdown_table(summaries), markup=False, highlight=False, soft_wrap=True)
-    try:
-        path = write_chart(chart, summaries, title=title)
-    except ConfigError as exc:
-        err_console.print(Text.assemble(("error: ", "red"), exc.message))
-        raise typer.Exit(1) from None
-    err_console.print(f"Chart: {path}")

@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import ANY_UPSTREAM, Registry
@@ -282,9 +282,17 @@ def config_registry(
     return registry
 
 
-def interleave(cases: Sequence[BfclCase]) -> list[BfclCase]:
+class _Categorized(Protocol):
+    @property
+    def category(self) -> str: ...
+
+
+C = TypeVar("C", bound=_Categorized)
+
+
+def interleave(cases: Sequence[C]) -> list[C]:
     """Cases round-robin across categories: a run cut short covers every category alike."""
-    by_category: dict[str, list[BfclCase]] = {}
+    by_category: dict[str, list[C]] = {}
     for case in cases:
         by_category.setdefault(case.category, []).append(case)
     return [c for group in zip_longest(*by_category.values()) for c in group if c is not None]

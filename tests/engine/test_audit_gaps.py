@@ -234,6 +234,23 @@ async def test_an_emulated_repeat_is_reasked_once_with_the_result_quoted(stream:
     assert "tool calls emulated" not in out.meta.warnings
 
 
+async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_answer() -> None:
+    """BFCL's file system: the 0.5B repeated a failed cat() where a cd() first would fix it."""
+    again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    upstream = FakeUpstream([again, "Paris has no weather data."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    body = answered('{ "city" : "Paris" }', result=False)
+    body["messages"].append(
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: no weather data for 'Paris'"}
+    )
+    out = await serve(engine, body, False)
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert 'you already called get_weather({"city": "Paris"}) and it failed' in reask
+    assert "change its arguments, or first make the call that fixes" in reask
+    assert "answer the user's question with this result" not in reask
+    assert out.content == "Paris has no weather data."
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream: bool) -> None:
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'

@@ -60,6 +60,7 @@ from typing import Any
 from toolshim.dialects.base import example_arguments
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.files_named import untouched_since_request
+from toolshim.engine.history import is_error_result
 from toolshim.engine.next_file import reading_call
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall, ToolSpec
@@ -238,6 +239,15 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     for call, result in repeated:
         shown = json.dumps(call.arguments, ensure_ascii=False)
         quoted = result if len(result) <= _RESULT_QUOTE else result[: _RESULT_QUOTE - 3] + "..."
+        if is_error_result(result):
+            # BFCL's multi-turn file system: the 0.5B repeated a failed cat() where a cd()
+            # first would have fixed it, and was told to answer with the error.
+            problems.append(
+                f"you already called {call.name}({shown}) and it failed: {quoted!r}. The same "
+                "call fails the same way: change its arguments, or first make the call that "
+                "fixes what the error says (the folder to move to, the value to look up)"
+            )
+            continue
         problems.append(
             f"you already called {call.name}({shown}) and have its result: {quoted!r}. Do not "
             "call it again: answer the user's question with this result now, or call a "

@@ -101,6 +101,17 @@ def test_answers_that_are_not_a_whole_file_stay_answers() -> None:
     assert written_file_call(conversation((READ,)), snippet.replace("The bug is here:", "")) is None
 
 
+def continuing_engine(model: Any) -> Engine:
+    """A coding agent's engine (tools left out for a small model) in front of an upstream that
+    continues an assistant message, as llama.cpp does (next_step's rule)."""
+    upstream = FunctionUpstream(model)
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    return engine
+
+
 def claude_tool(name: str, **properties: Any) -> dict[str, Any]:
     return {
         "type": "function",
@@ -122,12 +133,7 @@ async def test_a_coding_agent_gets_the_write_its_model_described() -> None:
         "To fix the `NameError` in `greet.py`, you need to define the variable `nam`. Here's the "
         f"corrected code:\n\n```python\n# greet.py\n{FIXED}```\n\nNow run the test again."
     )
-    upstream = FunctionUpstream(lambda body: answer)
-    engine = Engine(
-        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
-    )
-    # An upstream that continues an assistant message, as llama.cpp does (next_step's rule).
-    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    engine = continuing_engine(lambda body: answer)
     body = {
         "model": "small",
         "tools": [
@@ -178,11 +184,7 @@ async def test_a_model_that_repeats_its_plan_is_opened_as_the_edit_instead_of_gi
             return last["content"] + 'return a - b", new_string="return a + b")]'
         return plan
 
-    upstream = FunctionUpstream(model)
-    engine = Engine(
-        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
-    )
-    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    engine = continuing_engine(model)
 
     def called(i: int, name: str, arguments: dict[str, str], result: str) -> list[dict[str, Any]]:
         call = {
@@ -244,11 +246,7 @@ async def test_a_count_to_write_is_opened_as_a_command_not_as_the_write() -> Non
             return last["content"] + 'wc -l < data.txt > count.txt")]'
         return "data.txt has 16 lines."
 
-    upstream = FunctionUpstream(model)
-    engine = Engine(
-        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
-    )
-    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    engine = continuing_engine(model)
     read = {
         "id": "c1",
         "type": "function",
@@ -289,11 +287,7 @@ async def test_claude_codes_reminder_does_not_make_a_question_a_change() -> None
             return last["content"] + 'Read(file_path="/w/capitals.txt")]'
         return "Paris"
 
-    upstream = FunctionUpstream(model)
-    engine = Engine(
-        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
-    )
-    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    engine = continuing_engine(model)
     reminder = (
         "<system-reminder>\nAttribution for git commits and pull requests you create from here "
         "on: end commit messages with Co-Authored-By.\n</system-reminder>\n\n"

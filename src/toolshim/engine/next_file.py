@@ -122,12 +122,7 @@ def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     content_key = _parameter(tool, _CONTENT_PARAMETERS)
     if path_key is None or content_key is None:
         return None
-    arguments = {path_key: _path(request, created[0]), content_key: _MARK}
-    rendered = dialect.render_calls(
-        [ToolCall("next_file", tool.name, json.dumps(arguments, ensure_ascii=False))]
-    )
-    at = rendered.find(_MARK)
-    return rendered[:at] if at > 0 else None
+    return _opened(dialect, tool.name, {path_key: _path(request, created[0]), content_key: _MARK})
 
 
 def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
@@ -151,31 +146,19 @@ def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     if tool is None or path_key is None or old_key is None or new_key is None:
         return _sed_opening(request, dialect, messages[index].text, index)
     name = _file_to_fix(request, messages[index].text, index)
-    if name is not None:
-        arguments = {path_key: _path(request, name), old_key: _MARK, new_key: ""}
-        rendered = dialect.render_calls(
-            [ToolCall("next_file", tool.name, json.dumps(arguments, ensure_ascii=False))]
-        )
-        at = rendered.find(_MARK)
-        return rendered[:at] if at > 0 else None
-    return None
+    if name is None:
+        return None
+    return _opened(
+        dialect, tool.name, {path_key: _path(request, name), old_key: _MARK, new_key: ""}
+    )
 
 
 def command_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     """The agent's shell call opened up to its command (``[Bash(command="``), or None: opened
     at the tool's name only, the 1.5B wrote ``Bash(rg -l "ERROR" app.log > errors.txt)``,
     no argument name, not a call."""
-    tool = _tool(request.function_tools, _SHELL_TOOLS)
-    key = _parameter(tool, _COMMAND_PARAMETERS) if tool else None
-    properties = tool.parameters.get("properties") if tool else None
-    schema = properties.get(key) if isinstance(properties, dict) and key else None
-    if tool is None or key is None or not isinstance(schema, dict) or schema.get("type") == "array":
-        return None
-    rendered = dialect.render_calls(
-        [ToolCall("next_file", tool.name, json.dumps({key: _MARK}, ensure_ascii=False))]
-    )
-    at = rendered.find(_MARK)
-    return rendered[:at] if at > 0 else None
+    shell = _string_shell(request)
+    return _opened(dialect, shell[0], {shell[1]: _MARK}) if shell else None
 
 
 def _file_to_fix(request: ChatRequest, text: str, index: int) -> str | None:
@@ -199,16 +182,27 @@ def _file_to_fix(request: ChatRequest, text: str, index: int) -> str | None:
 def _sed_opening(request: ChatRequest, dialect: Dialect, text: str, index: int) -> str | None:
     """With only a shell (Codex), the fix opened as ``sed -i 's/`` for the model to write the
     text to replace, its replacement and the file."""
+    shell = _string_shell(request)
+    if shell is None or _file_to_fix(request, text, index) is None:
+        return None
+    return _opened(dialect, shell[0], {shell[1]: f"sed -i 's/{_MARK}"})
+
+
+def _string_shell(request: ChatRequest) -> tuple[str, str] | None:
+    """The agent's shell tool that takes its command as a string, and that parameter."""
     tool = _tool(request.function_tools, _SHELL_TOOLS)
     key = _parameter(tool, _COMMAND_PARAMETERS) if tool else None
     properties = tool.parameters.get("properties") if tool else None
     schema = properties.get(key) if isinstance(properties, dict) and key else None
     if tool is None or key is None or not isinstance(schema, dict) or schema.get("type") == "array":
         return None
-    if _file_to_fix(request, text, index) is None:
-        return None
+    return tool.name, key
+
+
+def _opened(dialect: Dialect, name: str, arguments: dict[str, str]) -> str | None:
+    """The call written in ``dialect`` up to where its arguments hold :data:`_MARK`."""
     rendered = dialect.render_calls(
-        [ToolCall("next_file", tool.name, json.dumps({key: f"sed -i 's/{_MARK}"}))]
+        [ToolCall("next_file", name, json.dumps(arguments, ensure_ascii=False))]
     )
     at = rendered.find(_MARK)
     return rendered[:at] if at > 0 else None

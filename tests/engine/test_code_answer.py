@@ -305,3 +305,43 @@ async def test_claude_codes_reminder_does_not_make_a_question_a_change() -> None
     completion = await engine.acomplete(body)
     assert completion.message.text == "Paris" and not completion.message.tool_calls
     assert len(seen) == 1
+
+
+async def test_once_the_count_is_in_a_result_the_write_is_opened() -> None:
+    """The 1.5B ran grep -c (3), then, opened as a command again, ran it again: once a
+    command has run, the file asked for is opened as its write."""
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + '3")]'
+        return "3"
+
+    engine = continuing_engine(model)
+    grep = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "Bash", "arguments": '{"command": "grep -c ERROR app.log"}'},
+    }
+    body = {
+        "model": "small",
+        "tools": [
+            claude_tool("Agent", prompt=STRING),
+            claude_tool("Bash", command=STRING),
+            claude_tool("Write", file_path=STRING, content=STRING),
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": "Primary working directory: /w\n\nHow many lines of app.log contain ERROR? Write the number into a new file errors.txt.",
+            },
+            {"role": "assistant", "content": None, "tool_calls": [grep]},
+            {"role": "tool", "tool_call_id": "c1", "content": "3"},
+        ],
+    }
+    completion = await engine.acomplete(body)
+    calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert calls == [("Write", {"file_path": "/w/errors.txt", "content": "3"})], completion.meta
+    assert seen[-1]["messages"][-1]["content"] == '[Write(file_path="/w/errors.txt", content="'

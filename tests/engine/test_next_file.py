@@ -176,3 +176,15 @@ def test_with_only_a_shell_a_read_file_to_fix_is_opened_as_sed() -> None:
         ),
     )
     assert editing_opening(fixed, get_dialect("pythonic")) is None
+
+
+def test_with_only_a_shell_the_new_file_is_opened_as_echo() -> None:
+    exec_command = ToolSpec(
+        "exec_command", "run", {"type": "object", "properties": {"cmd": STRING}}
+    )
+    request = after_reading(
+        "How many lines of app.log contain ERROR? Write the number into a new file errors.txt.",
+        "/w/app.log",
+        tools=(exec_command,),
+    )
+    assert writing_opening(request, get_dialect("pythonic")) == '[exec_command(cmd="echo '

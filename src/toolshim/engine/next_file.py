@@ -10,7 +10,8 @@ would take it:
 
 * a file the request asks to create or write into ("into a new file name.txt", "create
   greeting.txt") → its file-writing tool, the content left for the model to write
-  (:func:`writing_opening`: the call opened up to its content);
+  (:func:`writing_opening`: the call opened up to its content), or with a shell only,
+  ``echo`` opened for the model to write the value and the redirection;
 * any other named file → its reading tool on that file, or ``cat`` in its shell when it has
   no reading tool (:func:`reading_call`);
 * every named file read, none changed, the request asking for a fix → its editing tool on
@@ -116,8 +117,11 @@ def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     content (the model writes the rest), or None."""
     created, _ = _untouched(request)
     tool = _tool(request.function_tools, _WRITING_TOOLS)
-    if not created or tool is None:
+    if not created:
         return None
+    if tool is None:  # a shell only (Codex): echo, for the model to write the rest
+        shell = _string_shell(request)
+        return _opened(dialect, shell[0], {shell[1]: f"echo {_MARK}"}) if shell else None
     path_key = _parameter(tool, _PATH_PARAMETERS)
     content_key = _parameter(tool, _CONTENT_PARAMETERS)
     if path_key is None or content_key is None:

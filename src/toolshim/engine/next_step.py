@@ -56,6 +56,16 @@ COMPUTE_ASKED = re.compile(
 """Words of a request whose answer a command computes (opened as the shell's call)."""
 
 
+def _command_ran(turn: Turn) -> bool:
+    """A shell call has been made since the request (the count it asked for is in a result:
+    the 1.5B ran ``grep -c``, then, opened as a command again, ran it again)."""
+    messages = turn.request.messages
+    index = max(
+        (i for i, m in enumerate(messages) if m.role == "user" and m.text.strip()), default=-1
+    )
+    return any(c.name.lower() in _SHELL_TOOLS for m in messages[index + 1 :] for c in m.tool_calls)
+
+
 def _request_text(turn: Turn) -> str:
     for message in reversed(turn.request.messages):
         if message.role == "user" and message.text.strip():
@@ -139,7 +149,7 @@ async def next_step(
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
     shell = next((t.name for t in tools if t.name.lower() in _SHELL_TOOLS), None)
-    if COMPUTE_ASKED.search(_request_text(turn)):
+    if COMPUTE_ASKED.search(_request_text(turn)) and not _command_ran(turn):
         # A count or a sum is a command's to make: asked to write it, the 1.5B wrote 16 for
         # data.txt's 17 lines and 1 for app.log's 3 errors.
         opened = command_opening(turn.request, turn.dialect) if shell else None

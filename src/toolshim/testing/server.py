@@ -391,7 +391,8 @@ def serve_app(
         if thread.is_alive():
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=10)
-        loop.close()
+        if not loop.is_running():  # still running: a request in flight at an interrupt (the
+            loop.close()  # thread is a daemon; closing a running loop raises over the cause)
         sock.close()
 
 

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.client_tools import SHELL_TOOLS
 from toolshim.engine.files_named import files_named
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, Message, ToolSpec
@@ -49,7 +50,6 @@ _PATH_PARAMETERS = ("file_path", "path", "filepath", "filename", "file")
 _CONTENT_PARAMETERS = ("content", "contents", "text", "file_text", "data")
 _COMMAND_PARAMETERS = ("command", "cmd")
 _WRITING_TOOLS = frozenset({"write", "write_file", "create_file"})
-_SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "run_command", "run_shell_command"})
 _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
 """Claude Code's ``Read`` numbers each line (``12\\t…``)."""
 
@@ -208,7 +208,7 @@ def _writing_call(tools: Sequence[ToolSpec], path: str, content: str) -> ParsedC
     for tool in tools:
         properties = _properties(tool)
         command_key = _first(properties, _COMMAND_PARAMETERS)
-        if tool.name.lower() not in _SHELL_TOOLS or command_key is None:
+        if tool.name.lower() not in SHELL_TOOLS or command_key is None:
             continue
         marker = "TOOLSHIM_EOF"
         while marker in content:

@@ -30,12 +30,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.client_tools import SHELL_TOOLS
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
 __all__ = ["calls_ready", "conversation_text", "skip_answered"]
 
-_SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "run_command", "run_shell_command"})
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
 
 
@@ -74,7 +74,7 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
 def _is_shell(call: ParsedCall) -> bool:
     """A shell command reads what it needs itself (``awk '{s += $1} END {print s}' numbers.txt
     > sum.txt``): only its numbers must have been said, not its words."""
-    return call.name.lower() in _SHELL_TOOLS
+    return call.name.lower() in SHELL_TOOLS
 
 
 def _all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:

@@ -596,3 +596,31 @@ async def test_a_coding_agents_step_writes_at_most_1024_tokens() -> None:
     plain = FunctionUpstream(lambda body: "Done.")
     await Engine(plain, mode="force", registry=Registry()).acomplete(body)
     assert plain.history[0]["max_tokens"] == 32000
+
+
+@pytest.mark.parametrize(
+    ("dialect", "continued"),
+    [("pythonic", '8421")]'), ("hermes", '8421"}}\n</tool_call>')],
+)
+async def test_with_a_shell_only_the_file_left_to_write_is_opened_as_a_here_document(
+    dialect: str, continued: str
+) -> None:
+    """Through Codex the 0.5B read the port, then answered with it; opened as ``echo`` it
+    wrote ``echo 8421`` and no file. The here-document names the file: the model writes the
+    value, and the ``EOF`` it left out is added."""
+    seen: list[dict[str, Any]] = []
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    upstream = FunctionUpstream(prefilling("The port is 8421.", continued, seen))
+    body = after_read([shell, tool("update_plan")])
+    body["messages"][1]["tool_calls"][0]["function"] = {
+        "name": "exec_command",
+        "arguments": '{"cmd": "cat config.ini"}',
+    }
+    body["messages"][0]["content"] = (
+        "Primary working directory: /w\nRead config.ini and write its port into a new file port.txt"
+    )
+    completion = await coding_engine(upstream, dialect).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert json.loads(call.arguments) == {"cmd": "cat > /w/port.txt <<'EOF'\n8421\nEOF"}
+    assert seen[-1]["messages"][-1]["content"].endswith("<<'EOF'\\n")

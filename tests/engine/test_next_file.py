@@ -8,7 +8,13 @@ from dataclasses import replace
 import pytest
 
 from toolshim.dialects import get_dialect
-from toolshim.engine.next_file import editing_opening, reading_call, writing_opening
+from toolshim.dialects.calls import ParsedCall
+from toolshim.engine.next_file import (
+    editing_opening,
+    finished_call,
+    reading_call,
+    writing_opening,
+)
 from toolshim.types import ChatRequest, Message, ToolCall, ToolSpec
 
 STRING = {"type": "string"}
@@ -178,7 +184,9 @@ def test_with_only_a_shell_a_read_file_to_fix_is_opened_as_sed() -> None:
     assert editing_opening(fixed, get_dialect("pythonic")) is None
 
 
-def test_with_only_a_shell_the_new_file_is_opened_as_echo() -> None:
+def test_with_only_a_shell_the_new_file_is_opened_as_a_here_document() -> None:
+    """Opened as ``echo``, the 0.5B wrote ``echo 123`` and no redirection: the file to write
+    comes first, the model writes only its content."""
     exec_command = ToolSpec(
         "exec_command", "run", {"type": "object", "properties": {"cmd": STRING}}
     )
@@ -187,4 +195,31 @@ def test_with_only_a_shell_the_new_file_is_opened_as_echo() -> None:
         "/w/app.log",
         tools=(exec_command,),
     )
-    assert writing_opening(request, get_dialect("pythonic")) == '[exec_command(cmd="echo '
+    assert (
+        writing_opening(request, get_dialect("pythonic"))
+        == "[exec_command(cmd=\"cat > /w/errors.txt <<'EOF'\\n"
+    )
+    assert (
+        writing_opening(request, get_dialect("hermes"))
+        == '<tool_call>\n{"name": "exec_command", "arguments": {"cmd": "cat > /w/errors.txt'
+        " <<'EOF'\\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "finished"),
+    [
+        ("cat > /w/e.txt <<'EOF'\n3", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
+        ("cat > /w/e.txt <<'EOF'\n3\n", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
+        ("cat > /w/e.txt <<'EOF'\n3\nEOF", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
+        ("cat > /w/e.txt <<'EOF'\nx = 1\nEOF\n", "cat > /w/e.txt <<'EOF'\nx = 1\nEOF\n"),
+        ("echo 3 > e.txt", "echo 3 > e.txt"),
+        ("cat <<'EOF'\n3", "cat <<'EOF'\n3"),
+    ],
+)
+def test_a_here_document_left_open_is_ended(command: str, finished: str) -> None:
+    call = ParsedCall("exec_command", {"cmd": command, "workdir": "EOF"})
+    assert finished_call(call).arguments == {"cmd": finished, "workdir": "EOF"}
+    assert finished_call(ParsedCall("Write", {"content": command})).arguments == {
+        "content": command
+    }

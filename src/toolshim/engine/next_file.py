@@ -10,8 +10,10 @@ would take it:
 
 * a file the request asks to create or write into ("into a new file name.txt", "create
   greeting.txt") → its file-writing tool, the content left for the model to write
-  (:func:`writing_opening`: the call opened up to its content), or with a shell only,
-  ``echo`` opened for the model to write the value and the redirection;
+  (:func:`writing_opening`: the call opened up to its content), or with a shell only, a
+  here-document into the file opened up to its content (``cat > /work/port.txt <<'EOF'``
+  and a new line): opened as ``echo``, the 0.5B wrote ``echo 123`` with no redirection, and
+  the 1.5B ``echo $? > errors.txt``; :func:`finished_call` ends one the model left open;
 * any other named file → its reading tool on that file, or ``cat`` in its shell when it has
   no reading tool (:func:`reading_call`);
 * every named file read, none changed, the request asking for a fix → its editing tool on
@@ -27,13 +29,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import replace
 
 from toolshim.dialects.base import Dialect
+from toolshim.dialects.calls import ParsedCall
 from toolshim.engine.files_named import files_named, untouched_since_request
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, ToolCall, ToolSpec
 
-__all__ = ["command_opening", "editing_opening", "reading_call", "writing_opening"]
+__all__ = [
+    "command_opening",
+    "editing_opening",
+    "finished_call",
+    "reading_call",
+    "writing_opening",
+]
 
 _READING_TOOLS = ("Read", "read_file", "read", "view")
 _WRITING_TOOLS = ("Write", "write_file", "write", "create_file")
@@ -51,6 +61,8 @@ _CREATED = re.compile(
     re.IGNORECASE,
 )
 _MARK = "\u2063TOOLSHIM\u2063"
+_HEREDOC = "EOF"
+_OPEN_HEREDOC = re.compile(r"\Acat > \S+ <<'EOF'\n")
 
 
 def _untouched(request: ChatRequest) -> tuple[list[str], list[str]]:
@@ -119,14 +131,41 @@ def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     tool = _tool(request.function_tools, _WRITING_TOOLS)
     if not created:
         return None
-    if tool is None:  # a shell only (Codex): echo, for the model to write the rest
+    if tool is None:  # a shell only (Codex): a here-document, for the model to write the rest
         shell = _string_shell(request)
-        return _opened(dialect, shell[0], {shell[1]: f"echo {_MARK}"}) if shell else None
+        if shell is None:
+            return None
+        path = shlex.quote(_path(request, created[0]))
+        return _opened(dialect, shell[0], {shell[1]: f"cat > {path} <<'{_HEREDOC}'\n{_MARK}"})
     path_key = _parameter(tool, _PATH_PARAMETERS)
     content_key = _parameter(tool, _CONTENT_PARAMETERS)
     if path_key is None or content_key is None:
         return None
     return _opened(dialect, tool.name, {path_key: _path(request, created[0]), content_key: _MARK})
+
+
+def finished_call(call: ParsedCall) -> ParsedCall:
+    """``call`` with the here-document :func:`writing_opening` opened ended, when the model
+    wrote its content and stopped without the ``EOF`` line (bash writes the file all the same,
+    but warns, and the warning reads to a small model as a failure)."""
+    if not isinstance(call.arguments, dict):
+        return call
+    arguments = {
+        key: _closed_heredoc(value)
+        if key in _COMMAND_PARAMETERS and isinstance(value, str)
+        else value
+        for key, value in call.arguments.items()
+    }
+    return call if arguments == call.arguments else replace(call, arguments=arguments)
+
+
+def _closed_heredoc(command: str) -> str:
+    if not _OPEN_HEREDOC.match(command):
+        return command
+    lines = command.rstrip("\n").split("\n")
+    if any(line.strip() == _HEREDOC for line in lines[1:]):
+        return command
+    return "\n".join(lines) + f"\n{_HEREDOC}"
 
 
 def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:

@@ -30,6 +30,7 @@ from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_file import (
     command_opening,
     editing_opening,
+    finished_call,
     reading_call,
     writing_opening,
 )
@@ -178,7 +179,7 @@ async def next_step(
     # The model writes its plan again from the top: its first call it has no result for.
     answered = turn.answered_results
     fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
-    call = valid_call(turn, fresh[0]) if fresh else None
+    call = valid_call(turn, finished_call(fresh[0])) if fresh else None
     if call is None:
         return None
     turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")

@@ -207,11 +207,28 @@ def test_with_only_a_shell_the_new_file_is_opened_as_a_here_document() -> None:
 
 
 @pytest.mark.parametrize(
+    "request_text",
+    [
+        "Create a Python script hello.py that prints exactly: Hello, World!",
+        "Write a new shell script run.sh that prints the date",
+        "Create a file named greeting.txt that contains exactly the text: hi",
+    ],
+)
+def test_the_file_a_request_creates_is_written_not_read(request_text: str) -> None:
+    request = after_reading(request_text, "/w/other.txt")
+    assert reading_call(request, get_dialect("pythonic")) is None
+    opening = writing_opening(request, get_dialect("pythonic"))
+    assert opening is not None and opening.startswith('[Write(file_path="/w/')
+
+
+@pytest.mark.parametrize(
     ("command", "finished"),
     [
         ("cat > /w/e.txt <<'EOF'\n3", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
         ("cat > /w/e.txt <<'EOF'\n3\n", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
         ("cat > /w/e.txt <<'EOF'\n3\nEOF", "cat > /w/e.txt <<'EOF'\n3\nEOF"),
+        # The 0.5B quoted the end as the opening quotes it.
+        ("cat > /w/e.txt <<'EOF'\nhi\nEOF'", "cat > /w/e.txt <<'EOF'\nhi\nEOF"),
         ("cat > /w/e.txt <<'EOF'\nx = 1\nEOF\n", "cat > /w/e.txt <<'EOF'\nx = 1\nEOF\n"),
         ("echo 3 > e.txt", "echo 3 > e.txt"),
         ("cat <<'EOF'\n3", "cat <<'EOF'\n3"),

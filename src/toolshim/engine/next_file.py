@@ -56,8 +56,9 @@ _OLD_PARAMETERS = ("old_string", "old_str", "old_text", "search")
 _NEW_PARAMETERS = ("new_string", "new_str", "new_text", "replace")
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.test\.\w+|tests?/.*)$")
 _CREATED = re.compile(
-    r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\binto|\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
-    r"(?:\s+(?:a|an|the|named|called|file))*\s*[`'\"]?$",
+    r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\bwrite|\bmake|\binto|\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
+    r"(?:\s+(?:a|an|the|new|named|called|file|script|program|module|python|shell|bash|text|"
+    r"json|yaml|config))*\s*[`'\"]?$",
     re.IGNORECASE,
 )
 _MARK = "\u2063TOOLSHIM\u2063"
@@ -163,8 +164,12 @@ def _closed_heredoc(command: str) -> str:
     if not _OPEN_HEREDOC.match(command):
         return command
     lines = command.rstrip("\n").split("\n")
-    if any(line.strip() == _HEREDOC for line in lines[1:]):
-        return command
+    for at in range(1, len(lines)):
+        # The 0.5B ended it as ``EOF'``, quoting it as the opening line does.
+        if lines[at].strip().strip("'\"") == _HEREDOC:
+            if lines[at] == _HEREDOC:
+                return command
+            return "\n".join([*lines[:at], _HEREDOC, *lines[at + 1 :]])
     return "\n".join(lines) + f"\n{_HEREDOC}"
 
 

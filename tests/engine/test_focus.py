@@ -624,3 +624,21 @@ async def test_with_a_shell_only_the_file_left_to_write_is_opened_as_a_here_docu
     (call,) = completion.message.tool_calls
     assert json.loads(call.arguments) == {"cmd": "cat > /w/port.txt <<'EOF'\n8421\nEOF"}
     assert seen[-1]["messages"][-1]["content"].endswith("<<'EOF'\\n")
+
+
+async def test_a_coding_agents_results_reach_the_model_without_codexs_session_lines() -> None:
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    body = after_read([shell, tool("update_plan")])
+    body["messages"][2]["content"] = (
+        "Chunk ID: 305e38\nWall time: 0.0000 seconds\nProcess exited with code 0\n"
+        "Original token count: 2\nOutput:\nport = 8421\n"
+    )
+    coding = FunctionUpstream(lambda body: "Done.")
+    completion = await coding_engine(coding).acomplete(body)
+    prompt = json.dumps(coding.history[0]["messages"])
+    assert "Process exited with code 0" in prompt and "8421" in prompt
+    assert "Chunk ID" not in prompt and "Wall time" not in prompt
+    assert any("session lines" in w for w in completion.meta.warnings)
+    plain = FunctionUpstream(lambda body: "Done.")
+    await Engine(plain, mode="force", dialect="pythonic", registry=Registry()).acomplete(body)
+    assert "Chunk ID: 305e38" in json.dumps(plain.history[0]["messages"])

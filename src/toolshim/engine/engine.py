@@ -38,6 +38,7 @@ from toolshim.engine.focus import (
     schema_size,
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
+from toolshim.engine.result_headers import brief_results, brief_results_warning
 from toolshim.engine.routes import Route, strip_body
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
@@ -255,6 +256,9 @@ class Engine:
             chat, cut = brief_system(chat)
             if cut:
                 schema_notes = (*schema_notes, brief_warning(cut))
+            chat, shortened = brief_results(chat)
+            if shortened:
+                schema_notes = (*schema_notes, brief_results_warning(shortened))
         key = self.upstream.key
         dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
         dialect = get_dialect(dialect_name)

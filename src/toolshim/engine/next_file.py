@@ -56,7 +56,8 @@ _OLD_PARAMETERS = ("old_string", "old_str", "old_text", "search")
 _NEW_PARAMETERS = ("new_string", "new_str", "new_text", "replace")
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.test\.\w+|tests?/.*)$")
 _CREATED = re.compile(
-    r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\bwrite|\bmake|\binto|\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
+    r"(?:\bnew\s+(?:\w+\s+)?file|\bcreate|\bwrite|\bmake|\binto|"
+    r"\bwrite\b[^.\n]{0,40}\bto|\bsave\b[^.\n]{0,40}\bto)"
     r"(?:\s+(?:a|an|the|new|named|called|file|script|program|module|python|shell|bash|text|"
     r"json|yaml|config))*\s*[`'\"]?$",
     re.IGNORECASE,

@@ -642,3 +642,48 @@ async def test_a_coding_agents_results_reach_the_model_without_codexs_session_li
     plain = FunctionUpstream(lambda body: "Done.")
     await Engine(plain, mode="force", dialect="pythonic", registry=Registry()).acomplete(body)
     assert "Chunk ID: 305e38" in json.dumps(plain.history[0]["messages"])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_call_that_only_prints_a_new_files_text_is_opened_as_its_write(
+    stream: bool,
+) -> None:
+    """Through Codex the 0.5B answered "create greeting.txt" with ``echo 'hi'``: no file."""
+    seen: list[dict[str, Any]] = []
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    printed = (
+        '<tool_call>\n{"name": "exec_command", "arguments": {"cmd": "echo \'hi\'"}}\n</tool_call>'
+    )
+    upstream = FunctionUpstream(prefilling(printed, 'hi\\nEOF"}}\n</tool_call>', seen))
+    engine = coding_engine(upstream, "hermes")
+    body = request([shell, tool("update_plan")])
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        arguments = "".join(c.tool_calls[0].arguments or "" for c in chunks if c.tool_calls)
+    else:
+        (call,) = (await engine.acomplete(body)).message.tool_calls
+        arguments = call.arguments
+    assert json.loads(arguments) == {"cmd": "cat > greeting.txt <<'EOF'\nhi\nEOF"}
+    assert len(seen) == 2 and seen[1]["messages"][-1]["content"].endswith("<<'EOF'\\n")
+
+
+@pytest.mark.parametrize(
+    ("ask", "command"),
+    [
+        ("Create greeting.txt saying hi", "echo hi > greeting.txt"),
+        ("Create greeting.txt saying hi", "echo hi | tee greeting.txt"),
+        ("What is my PATH?", "echo $PATH"),
+    ],
+)
+async def test_a_command_that_writes_or_a_request_that_creates_nothing_is_kept(
+    ask: str, command: str
+) -> None:
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    reply = json.dumps({"name": "exec_command", "arguments": {"cmd": command}})
+    upstream = FunctionUpstream(lambda body: f"<tool_call>\n{reply}\n</tool_call>")
+    body = request([shell, tool("update_plan")])
+    body["messages"][0]["content"] = ask
+    (call,) = (await coding_engine(upstream, "hermes").acomplete(body)).message.tool_calls
+    assert json.loads(call.arguments) == {"cmd": command} and len(upstream.history) == 1

@@ -33,7 +33,7 @@ from toolshim.engine.focus import condense_tools, repair_paths
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step, step_before_giving_up
+from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
 from toolshim.engine.nocalls import answer_without_calls
 from toolshim.engine.quoted import quoted_problems
 from toolshim.engine.steps_ahead import calls_ready, conversation_text, skip_answered
@@ -286,6 +286,9 @@ async def emulate(turn: Turn) -> Completion:
                 continue
             case steps.ReturnCalls(calls=calls):
                 calls = await more_calls(
+                    turn, calls, driver.messages, partial(emulation_body, turn)
+                )
+                calls = await written_instead(
                     turn, calls, driver.messages, partial(emulation_body, turn)
                 )
                 return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")

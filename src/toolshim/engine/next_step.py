@@ -38,7 +38,14 @@ from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
 
-__all__ = ["CHANGE_ASKED", "action_left", "next_step", "step_before_giving_up", "tries_next_step"]
+__all__ = [
+    "CHANGE_ASKED",
+    "action_left",
+    "next_step",
+    "step_before_giving_up",
+    "tries_next_step",
+    "written_instead",
+]
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +170,21 @@ async def next_step(
     prefill = opened or turn.dialect.call_opening(tools[0].name if len(tools) == 1 else None)
     if prefill is None:
         return None
+    call = await _opened_step(turn, extra, body, prefill)
+    if call is not None:
+        turn.warn(
+            f"the model answered where a step was left; opened as a call, it wrote {call.name!r}"
+        )
+    return call
+
+
+async def _opened_step(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    prefill: str,
+) -> ParsedCall | None:
+    """The first valid call the model writes after ``prefill``, one it has no result for."""
     request = dict(body((*extra, Message("assistant", prefill))))
     limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
     caller = request.get(limit)
@@ -179,11 +201,45 @@ async def next_step(
     # The model writes its plan again from the top: its first call it has no result for.
     answered = turn.answered_results
     fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
-    call = valid_call(turn, finished_call(fresh[0])) if fresh else None
-    if call is None:
-        return None
-    turn.warn(f"the model answered where a step was left; opened as a call, it wrote {call.name!r}")
-    return call
+    return valid_call(turn, finished_call(fresh[0])) if fresh else None
+
+
+_PRINTING = re.compile(r"\A\s*(?:echo|printf)\b[^>|]*\Z")
+"""A shell command that only prints its text (no redirection, no pipe)."""
+
+
+def _prints_only(calls: Sequence[ParsedCall]) -> bool:
+    if len(calls) != 1 or calls[0].name.lower() not in _SHELL_TOOLS:
+        return False
+    arguments = calls[0].arguments
+    if not isinstance(arguments, dict):
+        return False
+    command = arguments.get("cmd", arguments.get("command"))
+    return isinstance(command, str) and bool(_PRINTING.match(command))
+
+
+async def written_instead(
+    turn: Turn,
+    calls: tuple[ParsedCall, ...],
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+) -> tuple[ParsedCall, ...]:
+    """``calls``, or, where a coding agent's only call prints the text of a file its request
+    asks to create (``echo 'hello from toolshim'`` for "create greeting.txt"), the write of
+    that file opened for the model to fill (:func:`~toolshim.engine.next_file.writing_opening`).
+    Through Codex the 0.5B printed the text, then printed it again after its result, and
+    was re-asked twice before it wrote anything."""
+    if not _prints_only(calls) or not tries_next_step(turn):
+        return calls
+    opened = writing_opening(turn.request, turn.dialect)
+    step = await _opened_step(turn, extra, body, opened) if opened else None
+    if step is None:
+        return calls
+    turn.warn(
+        f"the model's call only printed the text of a file the request asks to create; "
+        f"opened as that file's write, it wrote {step.name!r}"
+    )
+    return (step,)
 
 
 async def step_before_giving_up(

@@ -31,7 +31,7 @@ from toolshim.engine.emulate import (
     whole_attempt,
 )
 from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step, step_before_giving_up
+from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_body
 from toolshim.engine.stream_parts import (
@@ -230,6 +230,9 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 continue
             case steps.ReturnCalls(calls=valid):
                 valid = await more_calls(
+                    turn, valid, driver.messages, partial(emulation_body, turn)
+                )
+                valid = await written_instead(
                     turn, valid, driver.messages, partial(emulation_body, turn)
                 )
                 for chunk in call_chunks(valid):

@@ -35,3 +35,26 @@ def test_a_write_of_words_nobody_said_waits_and_so_does_everything_after_it() ->
         ParsedCall("Read", {"file_path": "setup.cfg"}),
     ]
     assert names(calls_ready(plan, said)) == ["Read", "Edit"]
+
+
+def test_a_later_command_that_takes_an_earlier_outcome_at_run_time_waits() -> None:
+    said = "how many lines of app.log contain error? write the number into a new file errors.txt."
+    for later in ("echo $? > errors.txt", "echo $(grep -c ERROR app.log) > errors.txt"):
+        plan = [
+            ParsedCall("exec_command", {"cmd": "grep -c ERROR app.log"}),
+            ParsedCall("exec_command", {"cmd": later}),
+        ]
+        assert names(calls_ready(plan, said)) == ["exec_command"], later
+    backticks = [
+        ParsedCall("exec_command", {"cmd": "wc -l data.txt"}),
+        ParsedCall("exec_command", {"cmd": "echo `wc -l < data.txt` > count.txt"}),
+    ]
+    assert len(calls_ready(backticks, "count the lines in data.txt")) == 1
+    # A first call computes at run time as it likes; a later one that does not goes with it.
+    alone = [ParsedCall("exec_command", {"cmd": "echo $(wc -l < data.txt) > count.txt"})]
+    assert len(calls_ready(alone, "")) == 1
+    both = [
+        ParsedCall("exec_command", {"cmd": "grep -c ERROR app.log > errors.txt"}),
+        ParsedCall("exec_command", {"cmd": "cat errors.txt"}),
+    ]
+    assert len(calls_ready(both, said)) == 2

@@ -14,7 +14,11 @@ for "change the version from 1.2.3 to 1.3.0" goes; ``Write(content="8421")`` bef
 that shows 8421 waits. The plan is cut at the first call that waits: the calls after it may
 need its result too. A shell command reads the files it needs itself, so of its words only its
 numbers of two digits or more must have been said (``$1``, ``2>&1`` are the shell's) (``echo 8421 > port.txt`` before the read waits; ``awk … numbers.txt
-> sum.txt`` goes).
+> sum.txt`` goes). A later command that takes an earlier one's outcome at run time waits too:
+``$?`` in a new shell is not the earlier call's status (the 1.5B planned ``grep -c ERROR
+app.log`` then ``echo $? > errors.txt`` and wrote 0 for 3), and ``$(…)`` or backticks compute
+again what the earlier result will show (``echo $(wc -l data.txt) > count.txt`` wrote
+``17 data.txt`` where the count was asked); after the result the model writes the value.
 
 After a result the 1.5B writes its plan again from the top: the calls it has results for,
 then the next one (``[Read(file_path="greet.py"), Bash(command="python3 test_greet.py")]``
@@ -37,6 +41,8 @@ from toolshim.types import Message
 __all__ = ["calls_ready", "conversation_text", "skip_answered"]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
+_RUN_TIME = re.compile(r"\$\?|\$\(|`")
+"""A command's use of another command's outcome: its status or its output."""
 
 
 def conversation_text(messages: Sequence[Message]) -> str:
@@ -65,7 +71,10 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
     ``said`` (:func:`conversation_text`)."""
     ready = list(calls[:1])
     for call in calls[1:]:
-        if call.problem is not None or not _all_said(call.arguments, said, _is_shell(call)):
+        shell = _is_shell(call)
+        if call.problem is not None or not _all_said(call.arguments, said, shell):
+            break
+        if shell and _RUN_TIME.search(json.dumps(call.arguments)):
             break
         ready.append(call)
     return ready

@@ -35,6 +35,7 @@ from functools import partial
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
+from toolshim.engine.look_written import look_call
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
@@ -103,6 +104,7 @@ class Reask:
 @dataclass(frozen=True)
 class ReturnCalls:
     calls: tuple[ParsedCall, ...]
+    warning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,9 @@ class TurnDriver:
     """Ask this once before a text answer is returned: whether a step is still to be done
     (a coding agent's turn after results; see :data:`NEXT_STEP_CHECK`)."""
     confirmed: bool = False
+    look: tuple[ParsedCall, ...] = ()
+    """Returned in place of :attr:`confirm`: a look at the file a command wrote
+    (:mod:`.look_written`)."""
 
     @property
     def hold_text(self) -> bool:
@@ -222,6 +227,8 @@ class TurnDriver:
             return NextStep(attempt.prose, attempt.finish)
         if self.confirm is not None and not self.confirmed and attempt.prose.strip():
             self.confirmed = True
+            if self.look:
+                return ReturnCalls(self.look, LOOK_WARNING)
             self.reasks += 1
             self.messages = (
                 *self.messages,
@@ -283,6 +290,12 @@ then answered "The port setting in config.ini is 1." where it was asked to write
 a file; small models answer where the next step is a call."""
 
 
+LOOK_WARNING = (
+    "the model answered after a command wrote a file the request names; sent a look at that "
+    "file first, for the model to check what was written"
+)
+
+
 def _quoted_question(turn: Turn) -> str:
     """The user's last words before the results, quoted (the last 300 characters)."""
     for message in reversed(turn.request.messages):
@@ -296,11 +309,14 @@ def driver_for(turn: Turn) -> TurnDriver:
     """The driver of an emulated turn that offers tools."""
     confirm = None
     opens = tries_next_step(turn)
+    look: ParsedCall | None = None
     if not opens and turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
         confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
+        look = look_call(turn.request.messages)
     return TurnDriver(
         next_step=opens,
         confirm=confirm,
+        look=(look,) if look else (),
         max_reasks=turn.max_reasks,
         correction=partial(_correction, turn),
         forced=turn.request.choice.kind != "auto",
@@ -315,7 +331,11 @@ def advance(turn: Turn, driver: TurnDriver, attempt: Attempt) -> Step:
     step = driver.feed(attempt)
     turn.reasks = driver.reasks
     match step:
-        case ReturnText(warning=str(warning)) | AnswerWithoutTools(warning=str(warning)):
+        case (
+            ReturnText(warning=str(warning))
+            | AnswerWithoutTools(warning=str(warning))
+            | ReturnCalls(warning=str(warning))
+        ):
             turn.warn(warning)
         case CutOff(warning=warning):
             turn.warn(warning)

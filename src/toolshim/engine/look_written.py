@@ -1,0 +1,82 @@
+"""Look at the file a command wrote before a coding agent's turn ends.
+
+A small model in a shell-only agent (Codex) writes a value into a file with a pipeline it
+cannot see the outcome of: asked for the port of ``config.ini`` "into a new file port.txt",
+the 1.5B ran ``grep port config.ini | awk '{print $2}' > port.txt`` (``port = 8421``: its
+second field is ``=``), then answered "the port is written to port.txt", and asked whether
+anything was left, said so again. Where a turn would end in text after such a command, and
+no call has looked at the file since, the file is shown instead (:func:`look_call`: ``cat``
+in the same tool), once: the result is then in front of the model, which fixes it or
+answers. A literal write (``echo 8421 > port.txt``, a here-document) needs no look: its
+command shows what it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+
+from toolshim.dialects.calls import ParsedCall
+from toolshim.engine.client_tools import SHELL_TOOLS
+from toolshim.engine.files_named import files_named, untagged
+from toolshim.types import Message, ToolCall
+
+__all__ = ["look_call"]
+
+_COMMAND_KEYS = ("cmd", "command")
+_REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*(?!&)(['\"]?)([^\s'\"|;&<>()]+)\1")
+_LITERAL = re.compile(r"\A\s*(?:(?:echo|printf)\s[^$`|;&]*|cat\s*>[^|;&]*<<[^|;&]*)\Z", re.S)
+
+
+def look_call(messages: Sequence[Message]) -> ParsedCall | None:
+    """``cat`` of the file the request names that the last computed command since the request
+    wrote, in that command's tool, when no call has named it since; else None."""
+    index = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if messages[i].role == "user" and messages[i].text.strip()
+        ),
+        None,
+    )
+    if index is None:
+        return None
+    named = {name.rsplit("/", 1)[-1] for name in files_named(untagged(messages[index].text))}
+    calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
+    for at in range(len(calls) - 1, -1, -1):
+        written = _computed_target(calls[at], named)
+        if written is None:
+            continue
+        target, key, arguments = written
+        base = target.rsplit("/", 1)[-1]
+        if any(base in later.arguments for later in calls[at + 1 :]):
+            return None
+        look = f"cat {shlex.quote(target)}"
+        value: str | list[str] = ["bash", "-lc", look] if isinstance(arguments[key], list) else look
+        return ParsedCall(calls[at].name, {**arguments, key: value})
+    return None
+
+
+def _computed_target(call: ToolCall, named: set[str]) -> tuple[str, str, dict[str, object]] | None:
+    """The named file a shell call's computed command writes, its command's key, and its
+    arguments; None for any other call."""
+    if call.name.lower() not in SHELL_TOOLS:
+        return None
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    key = next((k for k in _COMMAND_KEYS if k in arguments), None)
+    if key is None:
+        return None
+    value = arguments[key]
+    command = value[-1] if isinstance(value, list) and value else value
+    if not isinstance(command, str) or _LITERAL.match(command):
+        return None
+    targets = [m.group(2) for m in _REDIRECT.finditer(command)]
+    target = next((t for t in reversed(targets) if t.rsplit("/", 1)[-1] in named), None)
+    return (target, key, arguments) if target else None

@@ -687,3 +687,44 @@ async def test_a_command_that_writes_or_a_request_that_creates_nothing_is_kept(
     body["messages"][0]["content"] = ask
     (call,) = (await coding_engine(upstream, "hermes").acomplete(body)).message.tool_calls
     assert json.loads(call.arguments) == {"cmd": command} and len(upstream.history) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(stream: bool) -> None:
+    """The 1.5B wrote ``=`` for the port with ``awk '{print $2}'`` and said it was done."""
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    body = after_read([shell, tool("update_plan")])
+    body["messages"][0]["content"] = "Write the port of config.ini into a new file port.txt"
+    body["messages"][1]["tool_calls"][0]["function"] = {
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": "grep port config.ini | awk '{print $2}' > port.txt"}),
+    }
+    body["messages"][2]["content"] = "Process exited with code 0\nOutput:\n"
+    upstream = FunctionUpstream(lambda body: "The port is written to port.txt.")
+    engine = coding_engine(upstream)
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        assert "written" not in "".join(c.content or "" for c in chunks)
+        arguments = "".join(c.tool_calls[0].arguments or "" for c in chunks if c.tool_calls)
+    else:
+        completion = await engine.acomplete(body)
+        (call,) = completion.message.tool_calls
+        arguments = call.arguments
+        assert any("sent a look at that file" in w for w in completion.meta.warnings)
+    assert json.loads(arguments) == {"cmd": "cat port.txt"}
+    assert len(upstream.history) == 1
+    # Looked at, the turn ends as before: asked once whether anything is left, then answered.
+    looked = {"name": "exec_command", "arguments": '{"cmd": "cat port.txt"}'}
+    body["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c2", "type": "function", "function": looked}],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "8421\n"},
+    ]
+    upstream.history.clear()
+    completion = await engine.acomplete(body)
+    assert completion.message.content == "The port is written to port.txt."
+    assert len(upstream.history) == 2

@@ -39,7 +39,7 @@ from toolshim.engine.files_named import files_named
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, Message, ToolSpec
 
-__all__ = ["written_file_call"]
+__all__ = ["writing_call", "written_file_call"]
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:#|//|--|;|<!--|/\*)\s*(?:file(?:name)?:\s*)?(\S+?)\s*(?:-->|\*/)?\s*$")
@@ -61,7 +61,7 @@ def written_file_call(request: ChatRequest, text: str) -> ParsedCall | None:
         return None
     name, content = found
     path = _path_for(request, name)
-    return _writing_call(request.function_tools, path, content)
+    return writing_call(request.function_tools, path, content)
 
 
 def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
@@ -197,7 +197,7 @@ def _path_for(request: ChatRequest, name: str) -> str:
     return name
 
 
-def _writing_call(tools: Sequence[ToolSpec], path: str, content: str) -> ParsedCall | None:
+def writing_call(tools: Sequence[ToolSpec], path: str, content: str) -> ParsedCall | None:
     for tool in tools:
         properties = _properties(tool)
         if tool.name.lower() in _WRITING_TOOLS:

@@ -40,8 +40,10 @@ from toolshim.types import ChatRequest, ToolCall, ToolSpec
 __all__ = [
     "command_opening",
     "editing_opening",
+    "file_to_create",
     "finished_call",
     "reading_call",
+    "shell_only",
     "writing_opening",
 ]
 
@@ -124,6 +126,18 @@ def reading_call(request: ChatRequest, dialect: Dialect) -> str | None:
         arguments = {key: ["bash", "-lc", command] if schema.get("type") == "array" else command}
     rendered = json.dumps(arguments, ensure_ascii=False)
     return dialect.render_calls([ToolCall("next_file", tool.name, rendered)])
+
+
+def file_to_create(request: ChatRequest) -> str | None:
+    """The path of the first file the request asks to create that no call has used, or None."""
+    created, _ = _untouched(request)
+    return _path(request, created[0]) if created else None
+
+
+def shell_only(request: ChatRequest) -> bool:
+    """The agent writes files with its shell alone (Codex): no file-writing tool."""
+    tools = request.function_tools
+    return _tool(tools, _WRITING_TOOLS) is None and _string_shell(request) is not None
 
 
 def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:

@@ -24,16 +24,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.code_answer import written_file_call
+from toolshim.engine.code_answer import writing_call, written_file_call
+from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import untagged
 from toolshim.engine.more_calls import valid_call
+from toolshim.engine.next_call import pending_tools
 from toolshim.engine.next_file import (
     command_opening,
     editing_opening,
+    file_to_create,
     finished_call,
     reading_call,
+    shell_only,
     writing_opening,
 )
+from toolshim.engine.steps_ahead import all_said, conversation_text
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -115,14 +120,18 @@ def action_left(turn: Turn) -> bool:
 
 
 def tries_next_step(turn: Turn) -> bool:
-    """Whether a text answer of this turn is handed back opened as a call (the docstring)."""
+    """Whether a text answer of this turn is handed back opened as a call (the docstring; for
+    an application's agent, :mod:`.next_call`)."""
     return (
-        turn.one_step
-        and turn.prefill
+        turn.prefill
         and not turn.constrained
         and turn.request.choice.kind == "auto"
         and turn.dialect.call_opening() is not None
-        and action_left(turn)
+        and (
+            action_left(turn)
+            if turn.one_step
+            else bool(pending_tools(turn.request.messages, turn.request.function_tools))
+        )
     )
 
 
@@ -136,6 +145,8 @@ async def next_step(
     docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
     upstream body. An ``answer`` that gives a whole file's new content is made the call that
     writes it instead, without asking (:mod:`~toolshim.engine.code_answer`)."""
+    if not turn.one_step:
+        return await _pending_step(turn, extra, body)
     written = written_file_call(turn.request, answer) if answer else None
     if written is not None and (written := valid_call(turn, written)) is not None:
         turn.warn(
@@ -162,6 +173,9 @@ async def next_step(
         # data.txt's 17 lines and 1 for app.log's 3 errors.
         opened = command_opening(turn.request, turn.dialect) if shell else None
     elif turn.results_in:
+        content = await _content_step(turn, extra, body, answer)
+        if content is not None:
+            return content
         opened = writing_opening(turn.request, turn.dialect) or editing_opening(
             turn.request, turn.dialect
         )
@@ -176,6 +190,54 @@ async def next_step(
             f"the model answered where a step was left; opened as a call, it wrote {call.name!r}"
         )
     return call
+
+
+async def _content_step(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    answer: str,
+) -> ParsedCall | None:
+    """With a shell only, the file left to write, its content asked for as plain text
+    (:mod:`.file_content`), or None."""
+    path = file_to_create(turn.request)
+    if path is None or not answer.strip() or not shell_only(turn.request):
+        return None
+    question = CONTENT_QUESTION.format(name=path.rsplit("/", 1)[-1])
+    request = dict(body((*extra, Message("assistant", answer), Message("user", question))))
+    limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
+    caller = request.get(limit)
+    request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
+    try:
+        completion = await turn.call(request)
+    except ToolshimError as exc:
+        log.warning("asking for a file's content failed: %s", exc)
+        return None
+    reply = completion.message.text
+    if turn.dialect.parse(reply, turn.request.function_tools).calls:
+        return None  # a call, not the content
+    content = content_of(reply, _request_and_results(turn))
+    written = writing_call(turn.request.function_tools, path, content + "\n") if content else None
+    call = valid_call(turn, written) if written else None
+    if call is not None:
+        turn.warn(
+            f"the model answered where {path!r} was left to write; asked for its content "
+            f"alone, it gave it, sent as the {call.name!r} call that writes it"
+        )
+    return call
+
+
+def _request_and_results(turn: Turn) -> str:
+    """The user's last request (its own words) and the results since it."""
+    messages = turn.request.messages
+    index = max(
+        (i for i, m in enumerate(messages) if m.role == "user" and m.text.strip()), default=-1
+    )
+    if index < 0:
+        return ""
+    texts = [untagged(messages[index].text)]
+    texts += [m.text for m in messages[index + 1 :] if m.role in ("tool", "function")]
+    return "\n".join(texts)
 
 
 async def _opened_step(
@@ -202,6 +264,28 @@ async def _opened_step(
     answered = turn.answered_results
     fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
     return valid_call(turn, finished_call(fresh[0])) if fresh else None
+
+
+async def _pending_step(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+) -> ParsedCall | None:
+    """An application's agent: the reply opened as the call of the tool the question still
+    asks for (:func:`~toolshim.engine.next_call.pending_tools`), kept when every value in it
+    was said."""
+    pending = pending_tools(turn.request.messages, turn.request.function_tools)
+    prefill = turn.dialect.call_opening(pending[0].name) if pending else None
+    if prefill is None:
+        return None
+    call = await _opened_step(turn, extra, body, prefill)
+    if call is None or not all_said(call.arguments, conversation_text(turn.request.messages)):
+        return None
+    turn.warn(
+        f"the model answered after results where the question still asks for {call.name!r}; "
+        "opened as its call, it wrote it"
+    )
+    return call
 
 
 _PRINTING = re.compile(r"\A\s*(?:echo|printf)\b[^>|]*\Z")

@@ -73,7 +73,9 @@ def test_the_file_can_be_named_by_the_text_before_the_block() -> None:
     call = written_file_call(conversation((READ, WRITE)), answer)
     assert call is not None and call.arguments["content"] == FIXED
     both = f"Fix greet.py as test_greet.py expects:\n```python\n{FIXED}```"
-    assert written_file_call(conversation((READ, WRITE)), both) is None  # which one?
+    # Both named: the block is greet.py as read with its line fixed, so greet.py it is.
+    call = written_file_call(conversation((READ, WRITE)), both)
+    assert call is not None and call.arguments["file_path"] == "/w/greet.py"
 
 
 def test_without_a_writing_tool_the_shell_writes_it() -> None:
@@ -97,7 +99,10 @@ def test_answers_that_are_not_a_whole_file_stay_answers() -> None:
     stranger = f"```python\n# other.py\n{FIXED}```"
     assert written_file_call(conversation((READ, WRITE)), stranger) is None  # nobody named it
     two = f"```python\n# greet.py\n{FIXED}```\n```python\n# test_greet.py\nprint(1)\n```"
-    assert written_file_call(conversation((READ, WRITE)), two) is None
+    # A block for the test the request runs is left out (tests are left as they are): the
+    # fix alone is written.
+    fixed = written_file_call(conversation((READ, WRITE)), two)
+    assert fixed is not None and fixed.arguments["file_path"] == "/w/greet.py"
     assert written_file_call(conversation((READ,)), snippet.replace("The bug is here:", "")) is None
 
 
@@ -345,3 +350,49 @@ async def test_once_the_count_is_in_a_result_the_write_is_opened() -> None:
     calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
     assert calls == [("Write", {"file_path": "/w/errors.txt", "content": "3"})], completion.meta
     assert seen[-1]["messages"][-1]["content"] == '[Write(file_path="/w/errors.txt", content="'
+
+
+def test_a_block_that_changes_lines_of_a_read_file_is_written_into_it() -> None:
+    """The 1.5B read greet.py through Codex, then answered with the fixed function and a
+    test after it, naming test_greet.py: greet.py gets the changed line, nothing else."""
+    from toolshim.engine.code_answer import written_file_call
+    from toolshim.types import ChatRequest, Message, ToolCall, ToolSpec
+
+    shell = ToolSpec(
+        "exec_command", "", {"type": "object", "properties": {"cmd": {"type": "string"}}}
+    )
+    read = ToolCall("c1", "exec_command", '{"cmd": "cat /w/greet.py"}')
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message(
+                "user",
+                "Primary working directory: /w\npython3 test_greet.py fails with a NameError. "
+                "Fix greet.py.",
+            ),
+            Message("assistant", "", tool_calls=(read,)),
+            Message(
+                "tool",
+                'Process exited with code 0\nOutput:\ndef greet(name):\n    return "Hello, " + '
+                'nam + "!"\n',
+                tool_call_id="c1",
+            ),
+        ),
+        tools=(shell,),
+    )
+    answer = (
+        "To fix the code in `test_greet.py`, define `nam`. Here's the corrected code:\n\n"
+        '```python\ndef greet(name):\n    return "Hello, " + name + "!"\n\n'
+        '# Call the greet function\nassert greet("Ada") == "Hello, Ada!"\n```\n'
+    )
+    call = written_file_call(request, answer)
+    assert call is not None and call.name == "exec_command"
+    assert call.arguments == {
+        "cmd": "cat > /w/greet.py <<'TOOLSHIM_EOF'\ndef greet(name):\n"
+        '    return "Hello, " + name + "!"\nTOOLSHIM_EOF'
+    }
+    # A block that changes nothing, or shares too little with the file, is no fix of it.
+    same = answer.replace("+ name +", "+ nam +")
+    assert written_file_call(request, same) is None
+    other = "```python\nimport os\nprint(os.getcwd())\n```"
+    assert written_file_call(request, other) is None

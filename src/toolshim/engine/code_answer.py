@@ -27,6 +27,7 @@ A block is taken only when it is unmistakably a whole file:
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import shlex
@@ -50,13 +51,14 @@ _PATH_PARAMETERS = ("file_path", "path", "filepath", "filename", "file")
 _CONTENT_PARAMETERS = ("content", "contents", "text", "file_text", "data")
 _COMMAND_PARAMETERS = ("command", "cmd")
 _WRITING_TOOLS = frozenset({"write", "write_file", "create_file"})
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.test\.\w+|tests?/.*)$")
 _NUMBERED = re.compile(r"^\s*\d+\t", re.MULTILINE)
 """Claude Code's ``Read`` numbers each line (``12\\t…``)."""
 
 
 def written_file_call(request: ChatRequest, text: str) -> ParsedCall | None:
     """The call that writes the one whole file ``text`` gives (see the module docstring)."""
-    found = _the_block(request, text) or _python_write(request, text)
+    found = _the_block(request, text) or _python_write(request, text) or _patched(request, text)
     if found is None:
         return None
     name, content = found
@@ -86,6 +88,8 @@ def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
             name = named.pop()
         if not _is_known(name, request_names, used):
             continue
+        if _TEST_FILE.search(name) and _read_content(request.messages, name) is None:
+            continue  # a test the request runs, not one it asks for: tests are left as they are
         blocks.append((name, body.rstrip("\n") + "\n"))
     if len({name for name, _ in blocks}) != 1:
         return None
@@ -94,6 +98,55 @@ def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
     if original is not None and not _replaces(original, content):
         return None
     return name, content
+
+
+def _patched(request: ChatRequest, text: str) -> tuple[str, str] | None:
+    """A file read in the conversation with the lines a code block of ``text`` changes in it
+    (see :func:`_changed_lines`): the 1.5B read ``greet.py``, then answered "To fix the code
+    in `test_greet.py` …" with a block holding the fixed function and a test after it, named
+    for the wrong file and not the whole of either. Test files are left as they are."""
+    found: list[tuple[str, str]] = []
+    for match in _FENCE.finditer(text):
+        language, body = match.group(1).lower(), match.group(2)
+        if language in _SHELL_LANGUAGES or body.lstrip().startswith("$ "):
+            continue
+        label = _LABEL.match(body.split("\n", 1)[0])
+        labelled = files_named(label.group(1)) if label else []
+        for name in _request_names(request.messages):
+            if _TEST_FILE.search(name) or (labelled and labelled[0] != name):
+                continue
+            original = _read_content(request.messages, name)
+            changed = _changed_lines(original, body) if original else None
+            if changed is not None and (name, changed) not in found:
+                found.append((name, changed))
+    return found[0] if len(found) == 1 else None
+
+
+def _changed_lines(original: str, block: str) -> str | None:
+    """``original`` with each of its lines that ``block`` holds changed (a line of the block
+    at least 80% like it, in order) replaced, when the block holds at least half of its other
+    lines as they are and changes one or more; lines the block adds are not taken (a usage
+    example after the fixed function is not the file's)."""
+    old = original.split("\n")
+    new = block.split("\n")
+    matcher = difflib.SequenceMatcher(a=[x.rstrip() for x in old], b=[x.rstrip() for x in new])
+    result = list(old)
+    kept = changed = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            kept += sum(1 for line in old[i1:i2] if line.strip())
+        elif tag == "replace":
+            at = j1
+            for i in range(i1, i2):
+                for j in range(at, j2):
+                    if difflib.SequenceMatcher(a=old[i], b=new[j]).ratio() >= 0.8:
+                        result[i], at = new[j], j + 1
+                        changed += 1
+                        break
+    lines = sum(1 for line in old if line.strip())
+    if not changed or (kept + changed) * 2 < lines:
+        return None
+    return "\n".join(result)
 
 
 def _python_write(request: ChatRequest, text: str) -> tuple[str, str] | None:
@@ -163,6 +216,9 @@ def _read_content(messages: Sequence[Message], name: str) -> str | None:
             text = message.text
             if text.lstrip()[:5].lower() == "error":
                 continue
+            head, found, output = text.partition("Output:\n")  # Codex's exec_command
+            if found and "exited with code 0" in head:
+                text = output
             return _NUMBERED.sub("", text)
     return None
 

@@ -712,10 +712,10 @@ async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(strea
         (call,) = completion.message.tool_calls
         arguments = call.arguments
         assert any("sent a look at that file" in w for w in completion.meta.warnings)
-    assert json.loads(arguments) == {"cmd": "cat port.txt"}
+    assert json.loads(arguments) == {"cmd": "head -n 40 config.ini port.txt"}
     assert len(upstream.history) == 1
     # Looked at, the turn ends as before: asked once whether anything is left, then answered.
-    looked = {"name": "exec_command", "arguments": '{"cmd": "cat port.txt"}'}
+    looked = {"name": "exec_command", "arguments": '{"cmd": "head -n 40 config.ini port.txt"}'}
     body["messages"] += [
         {
             "role": "assistant",

@@ -27,7 +27,9 @@ def history(*commands: str, ask: str = ASK, key: str = "cmd") -> tuple[Message, 
 def test_a_file_a_pipeline_wrote_is_looked_at_in_the_same_tool() -> None:
     call = look_call(history("grep port config.ini | awk '{print $2}' > port.txt"))
     assert call is not None and call.name == "exec_command"
-    assert call.arguments == {"cmd": "cat port.txt", "workdir": "/w"}
+    assert call.arguments == {"cmd": "head -n 40 config.ini port.txt", "workdir": "/w"}
+    alone = look_call(history("python3 -c 'print(8421)' > port.txt"))
+    assert alone is not None and alone.arguments["cmd"] == "cat port.txt"
 
 
 @pytest.mark.parametrize(
@@ -57,4 +59,6 @@ def test_a_command_given_as_a_list_is_looked_at_as_a_list() -> None:
     messages.append(Message("tool", "", tool_call_id="c9"))
     messages[0] = Message("user", "Count the lines of data.txt into a new file count.txt")
     call = look_call(messages)
-    assert call is not None and call.arguments == {"command": ["bash", "-lc", "cat count.txt"]}
+    assert call is not None and call.arguments == {
+        "command": ["bash", "-lc", "head -n 40 data.txt count.txt"]
+    }

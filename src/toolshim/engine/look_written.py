@@ -6,8 +6,9 @@ the 1.5B ran ``grep port config.ini | awk '{print $2}' > port.txt`` (``port = 84
 second field is ``=``), then answered "the port is written to port.txt", and asked whether
 anything was left, said so again. Where a turn would end in text after such a command, and
 no call has looked at the file since, the file is shown instead (:func:`look_call`: ``cat``
-in the same tool), once: the result is then in front of the model, which fixes it or
-answers. A literal write (``echo 8421 > port.txt``, a here-document) needs no look: its
+in the same tool, or ``head`` of the files the command read and the file it wrote, so the
+value it should have written is beside the one it did), once: the result is then in front
+of the model, which fixes it or answers. A literal write (``echo 8421 > port.txt``, a here-document) needs no look: its
 command shows what it wrote.
 """
 
@@ -26,6 +27,7 @@ from toolshim.types import Message, ToolCall
 __all__ = ["look_call"]
 
 _COMMAND_KEYS = ("cmd", "command")
+_LINES = 40
 _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*(?!&)(['\"]?)([^\s'\"|;&<>()]+)\1")
 _LITERAL = re.compile(r"\A\s*(?:(?:echo|printf)\s[^$`|;&]*|cat\s*>[^|;&]*<<[^|;&]*)\Z", re.S)
 
@@ -49,11 +51,18 @@ def look_call(messages: Sequence[Message]) -> ParsedCall | None:
         written = _computed_target(calls[at], named)
         if written is None:
             continue
-        target, key, arguments = written
+        target, key, arguments, command = written
         base = target.rsplit("/", 1)[-1]
         if any(base in later.arguments for later in calls[at + 1 :]):
             return None
-        look = f"cat {shlex.quote(target)}"
+        inputs = [
+            name
+            for name in files_named(command)
+            if name.rsplit("/", 1)[-1] in named and name.rsplit("/", 1)[-1] != base
+        ]
+        # With the files it read beside it, the model sees what the value should have been.
+        files = " ".join(shlex.quote(f) for f in (*inputs, target))
+        look = f"head -n {_LINES} {files}" if inputs else f"cat {shlex.quote(target)}"
         value: str | list[str] = ["bash", "-lc", look] if isinstance(arguments[key], list) else look
         return ParsedCall(calls[at].name, {**arguments, key: value})
     return None
@@ -79,4 +88,4 @@ def _computed_target(call: ToolCall, named: set[str]) -> tuple[str, str, dict[st
         return None
     targets = [m.group(2) for m in _REDIRECT.finditer(command)]
     target = next((t for t in reversed(targets) if t.rsplit("/", 1)[-1] in named), None)
-    return (target, key, arguments) if target else None
+    return (target, key, arguments, command) if target else None

@@ -728,3 +728,5 @@ async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(strea
     completion = await engine.acomplete(body)
     assert completion.message.content == "The port is written to port.txt."
     assert len(upstream.history) == 2
+    # The check quotes what the file holds now.
+    assert "port.txt now holds exactly: «8421»" in upstream.history[1]["messages"][-1]["content"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolshim.engine.look_written import look_call
+from toolshim.engine.look_written import look_call, looked_content
 from toolshim.types import Message, ToolCall
 
 ASK = "Read config.ini and write the value of its port setting into a new file port.txt."
@@ -62,3 +62,28 @@ def test_a_command_given_as_a_list_is_looked_at_as_a_list() -> None:
     assert call is not None and call.arguments == {
         "command": ["bash", "-lc", "head -n 40 data.txt count.txt"]
     }
+
+
+def looked(result: str, look: str = "cat name.txt") -> tuple[Message, ...]:
+    ask = "Write the value of the name field of package.json into a new file name.txt."
+    messages = history("grep name package.json | awk '{print $2}' > name.txt", ask=ask)
+    call = ToolCall("c9", "exec_command", json.dumps({"cmd": look}))
+    return (
+        *messages,
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", result, tool_call_id="c9"),
+    )
+
+
+def test_what_the_look_shows_the_file_holds() -> None:
+    shown = looked('Process exited with code 0\nOutput:\n"tiny-widget",\n')
+    assert looked_content(shown) == ("name.txt", '"tiny-widget",')
+    both = looked(
+        '==> package.json <==\n{\n  "name": "tiny-widget"\n}\n\n==> name.txt <==\n"tiny-widget",\n',
+        look="head -n 40 package.json name.txt",
+    )
+    assert looked_content(both) == ("name.txt", '"tiny-widget",')
+    # Not a look at the written file, or something came after it.
+    assert looked_content(looked("x", look="cat package.json")) is None
+    assert looked_content((*shown, Message("user", "thanks"))) is None
+    assert looked_content(history("grep name package.json > name.txt")) is None

@@ -35,7 +35,7 @@ from functools import partial
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
-from toolshim.engine.look_written import look_call
+from toolshim.engine.look_written import LOOKED_CHECK, look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
@@ -313,6 +313,12 @@ def driver_for(turn: Turn) -> TurnDriver:
     if not opens and turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
         confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
         look = look_call(turn.request.messages)
+        looked = looked_content(turn.request.messages)
+        if looked is not None:
+            name, content = looked
+            confirm = LOOKED_CHECK.format(
+                name=name, content=content[-300:], question=_quoted_question(turn)
+            )
     return TurnDriver(
         next_step=opens,
         confirm=confirm,

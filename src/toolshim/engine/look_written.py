@@ -24,7 +24,7 @@ from toolshim.engine.client_tools import SHELL_TOOLS
 from toolshim.engine.files_named import files_named, untagged
 from toolshim.types import Message, ToolCall
 
-__all__ = ["look_call"]
+__all__ = ["LOOKED_CHECK", "look_call", "looked_content"]
 
 _COMMAND_KEYS = ("cmd", "command")
 _LINES = 40
@@ -32,10 +32,18 @@ _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*(?!&)(['\"]?)([^\s'\"|;&<>()]+)\1
 _LITERAL = re.compile(r"\A\s*(?:(?:echo|printf)\s[^$`|;&]*|cat\s*>[^|;&]*<<[^|;&]*)\Z", re.S)
 
 
-def look_call(messages: Sequence[Message]) -> ParsedCall | None:
-    """``cat`` of the file the request names that the last computed command since the request
-    wrote, in that command's tool, when no call has named it since; else None."""
-    index = next(
+LOOKED_CHECK = (
+    "{name} now holds exactly: «{content}». The user's request: {question} If that is not "
+    "exactly what it asks for (extra words, quotes, punctuation, a wrong value), write {name} "
+    "again with only what was asked, now. If it is, give your answer again."
+)
+"""Asked once after the look, in place of the plain check: the 1.5B saw ``"tiny-widget",`` in
+name.txt (quotes and a comma from the JSON line it cut) and answered that the name was
+written."""
+
+
+def _request_index(messages: Sequence[Message]) -> int | None:
+    return next(
         (
             i
             for i in range(len(messages) - 1, -1, -1)
@@ -43,6 +51,53 @@ def look_call(messages: Sequence[Message]) -> ParsedCall | None:
         ),
         None,
     )
+
+
+def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
+    """The file the last call looked at (:func:`look_call`'s look, or any ``cat``) after a
+    computed command wrote it, and what the result shows it holds; else None."""
+    index = _request_index(messages)
+    if index is None or not messages or messages[-1].role != "tool":
+        return None
+    named = {name.rsplit("/", 1)[-1] for name in files_named(untagged(messages[index].text))}
+    calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
+    if len(calls) < 2 or calls[-1].id != messages[-1].tool_call_id:
+        return None
+    looked = _command(calls[-1])
+    written = next(
+        (w for c in reversed(calls[:-1]) if (w := _computed_target(c, named)) is not None), None
+    )
+    if looked is None or written is None:
+        return None
+    base = written[0].rsplit("/", 1)[-1]
+    if not re.match(r"\s*(?:cat|head)\b", looked) or base not in looked:
+        return None
+    text = messages[-1].text
+    _, found, output = text.partition("Output:\n")
+    text = output if found else text
+    section = re.search(rf"==> [^\n]*{re.escape(base)} <==\n(.*?)(?=\n==> |\Z)", text, re.S)
+    content = (section.group(1) if section else text).strip("\n")
+    return base, content
+
+
+def _command(call: ToolCall) -> str | None:
+    if call.name.lower() not in SHELL_TOOLS:
+        return None
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    value = next((arguments[k] for k in _COMMAND_KEYS if k in arguments), None)
+    command = value[-1] if isinstance(value, list) and value else value
+    return command if isinstance(command, str) else None
+
+
+def look_call(messages: Sequence[Message]) -> ParsedCall | None:
+    """``cat`` of the file the request names that the last computed command since the request
+    wrote, in that command's tool, when no call has named it since; else None."""
+    index = _request_index(messages)
     if index is None:
         return None
     named = {name.rsplit("/", 1)[-1] for name in files_named(untagged(messages[index].text))}
@@ -68,9 +123,11 @@ def look_call(messages: Sequence[Message]) -> ParsedCall | None:
     return None
 
 
-def _computed_target(call: ToolCall, named: set[str]) -> tuple[str, str, dict[str, object]] | None:
-    """The named file a shell call's computed command writes, its command's key, and its
-    arguments; None for any other call."""
+def _computed_target(
+    call: ToolCall, named: set[str]
+) -> tuple[str, str, dict[str, object], str] | None:
+    """The named file a shell call's computed command writes, its command's key, its
+    arguments and its command; None for any other call."""
     if call.name.lower() not in SHELL_TOOLS:
         return None
     try:

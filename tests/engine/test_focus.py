@@ -365,7 +365,7 @@ async def test_a_coding_agent_that_answers_where_a_step_is_left_is_asked_once(st
         completion = await engine.acomplete(body)
         assert [c.name for c in completion.message.tool_calls] == ["Write"]
     check = upstream.history[1]["messages"][-1]["content"]
-    assert "If any part of it is not done yet" in check
+    assert "If a part is not" in check
 
 
 async def test_a_coding_agents_answer_confirmed_once_is_returned() -> None:
@@ -545,7 +545,8 @@ async def test_after_results_a_coding_agent_is_told_to_take_the_next_step() -> N
         after_read(FILE_TOOLS)
     )
     told = agent.history[0]["messages"][-1]["content"]
-    assert "make that call now" in told
+    assert "Next: the call for a step still left" in told
+    assert "make that call now" in agent.history[0]["messages"][0]["content"]  # the brief
     assert "If they give what is needed, answer now" in plain.history[0]["messages"][-1]["content"]
 
 

@@ -280,10 +280,9 @@ def _correction(turn: Turn, problems: Sequence[str]) -> str:
 
 
 NEXT_STEP_CHECK = (
-    "Before you finish, check the user's request again: {question} If any part of it is not "
-    "done yet (a file to write or change, a command to run), make the call for that part now: "
-    "saying a value in your answer does not write it anywhere. If every part is done, give "
-    "your answer again."
+    "Before you finish: is every part of {question} done? If a part is not (a file to write or "
+    "change, a command to run), make its call now: a value said in your answer is written "
+    "nowhere. If all is done, give your answer again."
 )
 """Asked once before a coding agent's text answer after results: the 1.5B read config.ini,
 then answered "The port setting in config.ini is 1." where it was asked to write the port into

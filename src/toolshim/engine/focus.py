@@ -98,8 +98,11 @@ BRIEF = (
     "value read from a file, a command's output), make that call first, then use its result "
     "in the next call. Name files by their path relative to the working directory, as the "
     "user does. To fix code, read the file that has the bug, not its "
-    "test, then edit it; leave the tests as they are. When everything asked is done, say so "
-    "in one short sentence."
+    "test, then edit it; leave the tests as they are. After results: if a step the request "
+    "asks for is still not done (a file to write or change, a command to run, information the "
+    "results do not give), make that call now with the values the results hold; never repeat "
+    "a call whose result you already have. When everything asked is done, say so in one short "
+    "sentence, without a tool call."
 )
 """What a small model is told in place of a coding agent's own instructions."""
 
@@ -113,14 +116,15 @@ _ENVIRONMENT = re.compile(
 def brief_system(request: ChatRequest) -> tuple[ChatRequest, int]:
     """The request with its system and developer messages replaced by :data:`BRIEF`, the
     environment lines they held moved to the start of the first user message, and how many
-    characters of instructions were left out (0: unchanged, when there were none).
+    characters of instructions were left out (0 when there were none: the brief is then
+    added).
 
     The system message is then the same for every session (the brief, then the tools), so the
     upstream's cache serves it to the next task too; what differs per session (the working
     directory) comes after it, as Codex itself sends its environment."""
     system = [m for m in request.messages if m.role in ("system", "developer")]
-    if not system:
-        return request, 0
+    if not system:  # the brief all the same: it says what to do after results
+        return replace(request, messages=(Message("system", BRIEF), *request.messages)), 0
     text = "\n\n".join(m.text for m in system)
     facts = list(dict.fromkeys(" ".join(m.group(0).split()) for m in _ENVIRONMENT.finditer(text)))
     kept = [m for m in request.messages if m.role not in ("system", "developer")]

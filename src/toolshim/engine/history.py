@@ -140,9 +140,10 @@ def results_note(
 ) -> str:
     """What to do once results are in, with tools still offered. A coding ``agent`` is told to
     take the next step if one is still to be done (asked to read a value and write it
-    somewhere, it must write it, not say it), and after a failed call not to make it again as
-    it was (the 0.5B repeated Claude Code's ``Edit`` of a file that did not exist), and which
-    files the request names that no call has touched yet (:mod:`~toolshim.engine.files_named`)."""
+    somewhere, it must write it, not say it; the brief says how), and after a failed call not
+    to make it again as it was (the 0.5B repeated Claude Code's ``Edit`` of a file that did
+    not exist), and which files the request names that no call has touched yet
+    (:mod:`~toolshim.engine.files_named`)."""
     target = "the question" if asked else "the user"
     if not agent:
         return (
@@ -160,13 +161,9 @@ def results_note(
         if untouched
         else ""
     )
-    return (
-        f"Use these results for {target}. {failed}{missing}If it still needs a step that is not done "
-        "yet (a file to write or change, a command to run, information these results do not "
-        "give), make that call now, with the values these results hold. If everything it asks "
-        "for is done or known, answer now in plain words, without a tool call. Never repeat a "
-        "call whose result you already have."
-    )
+    # What to do after results is in the brief (the system prompt, which the upstream's cache
+    # serves): here only what changes, so each turn adds little more than its results.
+    return f"{failed}{missing}Next: the call for a step still left, or the answer if all is done."
 
 
 def _closing_without_tools(asked: bool, errors: int, results: int) -> str:

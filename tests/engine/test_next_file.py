@@ -240,3 +240,24 @@ def test_a_here_document_left_open_is_ended(command: str, finished: str) -> None
     assert finished_call(ParsedCall("Write", {"content": command})).arguments == {
         "content": command
     }
+
+
+def test_a_read_of_the_file_to_create_that_found_nothing_leaves_it_to_write() -> None:
+    """The 1.5B read port.txt, which it was asked to create; opened to edit, it changed the
+    port in config.ini instead."""
+    request = after_reading(
+        "Read config.ini and write the value of its port into a new file port.txt",
+        "/w/config.ini",
+    )
+    missing = ToolCall("c2", "Read", '{"file_path": "/w/port.txt"}')
+    request = replace(
+        request,
+        messages=(
+            *request.messages,
+            Message("assistant", "", tool_calls=(missing,)),
+            Message("tool", "Error: File does not exist.", tool_call_id="c2"),
+        ),
+    )
+    assert writing_opening(request, get_dialect("pythonic")) == (
+        '[Write(file_path="/w/port.txt", content="'
+    )

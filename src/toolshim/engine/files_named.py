@@ -28,6 +28,9 @@ _NAME = re.compile(
 )
 _TAGGED = re.compile(r"<([A-Za-z][\w-]*)>.*?</\1>", re.DOTALL)
 _NOT_FILES = frozenset({"e.g", "i.e", "etc", "vs"})
+_NOT_FOUND = re.compile(r"no such file or directory|file does not exist", re.IGNORECASE)
+"""A call whose result says its file is not there has not used it: the 1.5B read port.txt,
+the file it was asked to create, and with port.txt "used" it was opened to edit config.ini."""
 
 
 def untagged(text: str) -> str:
@@ -66,7 +69,8 @@ def _mentions(arguments: str, name: str) -> bool:
 
 
 def untouched_since_request(messages: Sequence[Message]) -> list[str]:
-    """The files the last user message with text names that no call after it has used."""
+    """The files the last user message with text names that no call after it has used (a call
+    whose result says the file does not exist has not used it)."""
     index = next(
         (
             i
@@ -78,4 +82,8 @@ def untouched_since_request(messages: Sequence[Message]) -> list[str]:
     if index is None:
         return []
     after = messages[index + 1 :]
-    return untouched_files(messages[index].text, (c.arguments for m in after for c in m.tool_calls))
+    missing = {m.tool_call_id for m in after if m.role == "tool" and _NOT_FOUND.search(m.text)}
+    return untouched_files(
+        messages[index].text,
+        (c.arguments for m in after for c in m.tool_calls if c.id not in missing),
+    )

@@ -58,3 +58,17 @@ def test_a_later_command_that_takes_an_earlier_outcome_at_run_time_waits() -> No
         ParsedCall("exec_command", {"cmd": "cat errors.txt"}),
     ]
     assert len(calls_ready(both, said)) == 2
+
+
+def test_a_command_naming_no_file_after_a_read_waits() -> None:
+    """The 1.5B planned ``Read(data.txt)``, ``Bash("wc -l")``: its count of nothing was 0."""
+    plan = [
+        ParsedCall("Read", {"file_path": "/w/data.txt"}),
+        ParsedCall("Bash", {"command": "wc -l"}),
+    ]
+    assert names(calls_ready(plan, "count the lines in data.txt")) == ["Read"]
+    named = [
+        ParsedCall("Read", {"file_path": "/w/data.txt"}),
+        ParsedCall("Bash", {"command": "wc -l data.txt"}),
+    ]
+    assert names(calls_ready(named, "count the lines in data.txt")) == ["Read", "Bash"]

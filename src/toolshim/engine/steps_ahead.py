@@ -18,7 +18,9 @@ numbers of two digits or more must have been said (``$1``, ``2>&1`` are the shel
 ``$?`` in a new shell is not the earlier call's status (the 1.5B planned ``grep -c ERROR
 app.log`` then ``echo $? > errors.txt`` and wrote 0 for 3), and ``$(…)`` or backticks compute
 again what the earlier result will show (``echo $(wc -l data.txt) > count.txt`` wrote
-``17 data.txt`` where the count was asked); after the result the model writes the value.
+``17 data.txt`` where the count was asked); after the result the model writes the value. So
+does a command that names no file after a call that does: planned after ``Read(data.txt)``,
+``wc -l`` counted its empty input, 0.
 
 After a result the 1.5B writes its plan again from the top: the calls it has results for,
 then the next one (``[Read(file_path="greet.py"), Bash(command="python3 test_greet.py")]``
@@ -35,6 +37,7 @@ from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.client_tools import SHELL_TOOLS
+from toolshim.engine.files_named import files_named
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
@@ -76,8 +79,26 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
             break
         if shell and _RUN_TIME.search(json.dumps(call.arguments)):
             break
+        if shell and _names_files(calls[0].arguments) and not _names_files(call.arguments):
+            break  # ``wc -l`` after a read of data.txt: it counts what the read will show
         ready.append(call)
     return ready
+
+
+def _names_files(arguments: Any) -> bool:
+    """Some string value names a file (``data.txt``) or a path."""
+    return any(files_named(token) or "/" in token for token in _strings(arguments))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _is_shell(call: ParsedCall) -> bool:

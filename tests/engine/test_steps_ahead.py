@@ -50,6 +50,12 @@ def test_a_later_command_that_takes_an_earlier_outcome_at_run_time_waits() -> No
         ParsedCall("exec_command", {"cmd": "echo `wc -l < data.txt` > count.txt"}),
     ]
     assert len(calls_ready(backticks, "count the lines in data.txt")) == 1
+    # After a read (no command to take the outcome of), a command computing its own goes.
+    summed = [
+        ParsedCall("Read", {"file_path": "numbers.txt"}),
+        ParsedCall("Bash", {"command": "echo $(awk '{s+=$1} END {print s}' numbers.txt) > s.txt"}),
+    ]
+    assert len(calls_ready(summed, "numbers.txt: write their sum into s.txt")) == 2
     # A first call computes at run time as it likes; a later one that does not goes with it.
     alone = [ParsedCall("exec_command", {"cmd": "echo $(wc -l < data.txt) > count.txt"})]
     assert len(calls_ready(alone, "")) == 1

@@ -16,8 +16,8 @@ need its result too. A shell command reads the files it needs itself, so of its 
 numbers of two digits or more must have been said (``$1``, ``2>&1`` are the shell's) (``echo 8421 > port.txt`` before the read waits; ``awk … numbers.txt
 > sum.txt`` goes). A later command that takes an earlier one's outcome at run time waits too:
 ``$?`` in a new shell is not the earlier call's status (the 1.5B planned ``grep -c ERROR
-app.log`` then ``echo $? > errors.txt`` and wrote 0 for 3), and ``$(…)`` or backticks compute
-again what the earlier result will show (``echo $(wc -l data.txt) > count.txt`` wrote
+app.log`` then ``echo $? > errors.txt`` and wrote 0 for 3), and after an earlier command,
+``$(…)`` or backticks compute again what its result will show (``echo $(wc -l data.txt) > count.txt`` wrote
 ``17 data.txt`` where the count was asked); after the result the model writes the value. So
 does a command that names no file after a call that does: planned after ``Read(data.txt)``,
 ``wc -l`` counted its empty input, 0.
@@ -77,7 +77,8 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
         shell = _is_shell(call)
         if call.problem is not None or not all_said(call.arguments, said, shell):
             break
-        if shell and _RUN_TIME.search(json.dumps(call.arguments)):
+        text = json.dumps(call.arguments)
+        if shell and ("$?" in text or (_RUN_TIME.search(text) and any(map(_is_shell, ready)))):
             break
         if shell and _names_files(calls[0].arguments) and not _names_files(call.arguments):
             break  # ``wc -l`` after a read of data.txt: it counts what the read will show

@@ -731,3 +731,33 @@ async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(strea
     assert len(upstream.history) == 2
     # The check quotes what the file holds now.
     assert "port.txt now holds exactly: «8421»" in upstream.history[1]["messages"][-1]["content"]
+
+
+async def test_a_request_to_run_a_command_is_opened_as_the_command_until_one_ran() -> None:
+    """The 1.5B read compute.py, then answered with a number of its own instead of running it."""
+    seen: list[dict[str, Any]] = []
+    bash = tool("Bash", "Runs a command.", command={"type": "string"})
+    bash["function"]["parameters"]["required"] = ["command"]
+    upstream = FunctionUpstream(prefilling("It prints 2175.", 'python3 compute.py")]', seen))
+    body = after_read([*FILE_TOOLS, bash])
+    body["messages"][0]["content"] = "Run the script compute.py with python3 and tell me the number"
+    body["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"file_path": "compute.py"}'
+    completion = await coding_engine(upstream).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert call.name == "Bash" and json.loads(call.arguments) == {"command": "python3 compute.py"}
+    assert seen[-1]["messages"][-1]["content"] == '[Bash(command="'
+    # Once a command has run, the answer stands (after the check before finishing).
+    ran = {"name": "Bash", "arguments": '{"command": "python3 compute.py"}'}
+    body["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c2", "type": "function", "function": ran}],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "35350"},
+    ]
+    seen.clear()
+    upstream = FunctionUpstream(prefilling("It prints 35350.", "", seen))
+    completion = await coding_engine(upstream).acomplete(body)
+    assert completion.message.content == "It prints 35350."
+    assert all(b["messages"][-1]["role"] == "user" for b in seen)

@@ -45,6 +45,7 @@ from toolshim.types import Message
 
 __all__ = [
     "CHANGE_ASKED",
+    "RUN_ASKED",
     "action_left",
     "next_step",
     "step_before_giving_up",
@@ -108,11 +109,22 @@ def _changes(name: str, arguments: str) -> bool:
     return lowered in _SHELL_TOOLS and bool(_CHANGING_COMMAND.search(arguments))
 
 
+RUN_ASKED = re.compile(r"\b(run|execute)\b", re.IGNORECASE)
+"""Words of a request that asks for a command to be run: asked to run compute.py and say what
+it prints, the 1.5B read it and answered with a number of its own (2175 for 35350)."""
+
+
 def action_left(turn: Turn) -> bool:
-    """The user's last request asks for a change, and no call since it has made one."""
+    """The user's last request asks for a change and no call since it has made one, or asks
+    for a command to be run and none has."""
     messages = turn.request.messages
     index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    if index is None or not CHANGE_ASKED.search(untagged(messages[index].text)):
+    if index is None:
+        return False
+    text = untagged(messages[index].text)
+    if RUN_ASKED.search(text) and not _command_ran(turn):
+        return True
+    if not CHANGE_ASKED.search(text):
         return False
     return not any(
         _changes(c.name, c.arguments) for m in messages[index + 1 :] for c in m.tool_calls
@@ -168,7 +180,8 @@ async def next_step(
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
     shell = next((t.name for t in tools if t.name.lower() in _SHELL_TOOLS), None)
-    if COMPUTE_ASKED.search(_request_text(turn)) and not _command_ran(turn):
+    asked = _request_text(turn)
+    if (COMPUTE_ASKED.search(asked) or RUN_ASKED.search(asked)) and not _command_ran(turn):
         # A count or a sum is a command's to make: asked to write it, the 1.5B wrote 16 for
         # data.txt's 17 lines and 1 for app.log's 3 errors.
         opened = command_opening(turn.request, turn.dialect) if shell else None

@@ -715,7 +715,8 @@ async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(strea
         assert any("sent a look at that file" in w for w in completion.meta.warnings)
     assert json.loads(arguments) == {"cmd": "head -n 40 config.ini port.txt"}
     assert len(upstream.history) == 1
-    # Looked at, the turn ends as before: asked once whether anything is left, then answered.
+    # Looked at, the model is asked for the file's content alone; what it gives is no value
+    # anybody said, so its answer stands.
     looked = {"name": "exec_command", "arguments": '{"cmd": "head -n 40 config.ini port.txt"}'}
     body["messages"] += [
         {
@@ -729,8 +730,58 @@ async def test_before_the_turn_ends_the_file_a_pipeline_wrote_is_looked_at(strea
     completion = await engine.acomplete(body)
     assert completion.message.content == "The port is written to port.txt."
     assert len(upstream.history) == 2
-    # The check quotes what the file holds now.
-    assert "port.txt now holds exactly: «8421»" in upstream.history[1]["messages"][-1]["content"]
+    assert upstream.history[1]["messages"][-1]["content"].startswith(
+        "Reply with only the exact text to write into port.txt"
+    )
+
+
+@pytest.mark.parametrize(("given", "rewritten"), [("8421", True), ("=", False)])
+async def test_a_file_a_look_shows_wrong_is_written_again_with_the_content_the_model_gives(
+    given: str, rewritten: bool
+) -> None:
+    """The 1.5B's awk wrote '=' for the port; shown it beside config.ini, it said it was done."""
+    shell = tool("exec_command", "Runs a command.", cmd={"type": "string"})
+    shell["function"]["parameters"]["required"] = ["cmd"]
+    body = after_read([shell, tool("update_plan")])
+    body["messages"][0]["content"] = "Write the port of config.ini into a new file port.txt"
+    calls = [
+        (
+            "c1",
+            "grep port config.ini | awk '{print $2}' > port.txt",
+            "Process exited with code 0\nOutput:\n",
+        ),
+        (
+            "c2",
+            "head -n 40 config.ini port.txt",
+            "==> config.ini <==\nport = 8421\n\n==> port.txt <==\n=\n",
+        ),
+    ]
+    body["messages"] = body["messages"][:1]
+    for call_id, command, result in calls:
+        function = {"name": "exec_command", "arguments": json.dumps({"cmd": command})}
+        body["messages"] += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": result},
+        ]
+
+    def model(request: dict[str, Any]) -> str:
+        asked = request["messages"][-1]["content"].startswith("Reply with only the exact text")
+        return given if asked else "The port is written to port.txt."
+
+    upstream = FunctionUpstream(model)
+    completion = await coding_engine(upstream).acomplete(body)
+    if rewritten:
+        (call,) = completion.message.tool_calls
+        assert json.loads(call.arguments) == {
+            "cmd": "cat > port.txt <<'TOOLSHIM_EOF'\n8421\nTOOLSHIM_EOF"
+        }
+    else:  # the same content: the answer stands
+        assert completion.message.content == "The port is written to port.txt."
+    assert len(upstream.history) == 2
 
 
 async def test_a_request_to_run_a_command_is_opened_as_the_command_until_one_ran() -> None:

@@ -77,7 +77,7 @@ def looked(result: str, look: str = "cat name.txt") -> tuple[Message, ...]:
 
 def test_what_the_look_shows_the_file_holds() -> None:
     shown = looked('Process exited with code 0\nOutput:\n"tiny-widget",\n')
-    assert looked_content(shown) == ("name.txt", '"tiny-widget",')
+    assert looked_content(shown) == ("name.txt", '"tiny-widget",')  # as the command wrote it
     both = looked(
         '==> package.json <==\n{\n  "name": "tiny-widget"\n}\n\n==> name.txt <==\n"tiny-widget",\n',
         look="head -n 40 package.json name.txt",

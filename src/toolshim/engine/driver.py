@@ -35,7 +35,7 @@ from functools import partial
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
-from toolshim.engine.look_written import LOOKED_CHECK, look_call, looked_content
+from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
@@ -310,14 +310,11 @@ def driver_for(turn: Turn) -> TurnDriver:
     opens = tries_next_step(turn)
     look: ParsedCall | None = None
     if not opens and turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
-        confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
-        look = look_call(turn.request.messages)
-        looked = looked_content(turn.request.messages)
-        if looked is not None:
-            name, content = looked
-            confirm = LOOKED_CHECK.format(
-                name=name, content=content[-300:], question=_quoted_question(turn)
-            )
+        if looked_content(turn.request.messages) is not None:
+            opens = True  # the file's content is asked for again (:mod:`.next_step`)
+        else:
+            confirm = NEXT_STEP_CHECK.format(question=_quoted_question(turn))
+            look = look_call(turn.request.messages)
     return TurnDriver(
         next_step=opens,
         confirm=confirm,

@@ -24,22 +24,12 @@ from toolshim.engine.client_tools import SHELL_TOOLS
 from toolshim.engine.files_named import files_named, untagged
 from toolshim.types import Message, ToolCall
 
-__all__ = ["LOOKED_CHECK", "look_call", "looked_content"]
+__all__ = ["look_call", "looked_content"]
 
 _COMMAND_KEYS = ("cmd", "command")
 _LINES = 40
 _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*(?!&)(['\"]?)([^\s'\"|;&<>()]+)\1")
 _LITERAL = re.compile(r"\A\s*(?:(?:echo|printf)\s[^$`|;&]*|cat\s*>[^|;&]*<<[^|;&]*)\Z", re.S)
-
-
-LOOKED_CHECK = (
-    "{name} now holds exactly: «{content}». The user's request: {question} If that is not "
-    "exactly what it asks for (extra words, quotes, punctuation, a wrong value), write {name} "
-    "again with only what was asked, now. If it is, give your answer again."
-)
-"""Asked once after the look, in place of the plain check: the 1.5B saw ``"tiny-widget",`` in
-name.txt (quotes and a comma from the JSON line it cut) and answered that the name was
-written."""
 
 
 def _request_index(messages: Sequence[Message]) -> int | None:
@@ -55,7 +45,8 @@ def _request_index(messages: Sequence[Message]) -> int | None:
 
 def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
     """The file the last call looked at (:func:`look_call`'s look, or any ``cat``) after a
-    computed command wrote it, and what the result shows it holds; else None."""
+    computed command wrote it (its path as the command wrote it), and what the result shows
+    it holds; else None."""
     index = _request_index(messages)
     if index is None or not messages or messages[-1].role != "tool":
         return None
@@ -77,7 +68,7 @@ def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
     text = output if found else text
     section = re.search(rf"==> [^\n]*{re.escape(base)} <==\n(.*?)(?=\n==> |\Z)", text, re.S)
     content = (section.group(1) if section else text).strip("\n")
-    return base, content
+    return written[0], content
 
 
 def _command(call: ToolCall) -> str | None:

@@ -27,6 +27,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import untagged
+from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_call import pending_tools
 from toolshim.engine.next_file import (
@@ -159,6 +160,9 @@ async def next_step(
     writes it instead, without asking (:mod:`~toolshim.engine.code_answer`)."""
     if not turn.one_step:
         return await _pending_step(turn, extra, body)
+    looked = looked_content(turn.request.messages)
+    if looked is not None:
+        return await _content_step(turn, extra, body, answer, looked)
     written = written_file_call(turn.request, answer) if answer else None
     if written is not None and (written := valid_call(turn, written)) is not None:
         turn.warn(
@@ -210,11 +214,19 @@ async def _content_step(
     extra: Sequence[Message],
     body: Callable[[Sequence[Message]], Mapping[str, Any]],
     answer: str,
+    looked: tuple[str, str] | None = None,
 ) -> ParsedCall | None:
     """With a shell only, the file left to write, its content asked for as plain text
-    (:mod:`.file_content`), or None."""
-    path = file_to_create(turn.request)
-    if path is None or not answer.strip() or not shell_only(turn.request):
+    (:mod:`.file_content`), or None. ``looked``: a file a command wrote and a look showed
+    (its path and what it holds, :func:`~toolshim.engine.look_written.looked_content`),
+    written again when the content the model gives differs (the 1.5B's ``awk '{print $2}'``
+    wrote ``=`` for the port, its ``wc -l`` ``17 data.txt`` for 17; shown them and asked
+    whether they were right, it said the task was done)."""
+    path: str | None = looked[0] if looked else file_to_create(turn.request)
+    current = looked[1] if looked else None
+    if looked is None and not shell_only(turn.request):
+        return None
+    if path is None or not answer.strip():
         return None
     question = CONTENT_QUESTION.format(name=path.rsplit("/", 1)[-1])
     request = dict(body((*extra, Message("assistant", answer), Message("user", question))))
@@ -230,7 +242,9 @@ async def _content_step(
     if turn.dialect.parse(reply, turn.request.function_tools).calls:
         return None  # a call, not the content
     content = content_of(reply, _request_and_results(turn))
-    written = writing_call(turn.request.function_tools, path, content + "\n") if content else None
+    if content is None or (current is not None and content.strip() == current.strip()):
+        return None
+    written = writing_call(turn.request.function_tools, path, content + "\n")
     call = valid_call(turn, written) if written else None
     if call is not None:
         turn.warn(

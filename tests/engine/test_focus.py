@@ -545,7 +545,7 @@ async def test_after_results_a_coding_agent_is_told_to_take_the_next_step() -> N
         after_read(FILE_TOOLS)
     )
     told = agent.history[0]["messages"][-1]["content"]
-    assert "Next: the call for a step still left" in told
+    assert "Now make the call for the next step" in told
     assert "make that call now" in agent.history[0]["messages"][0]["content"]  # the brief
     assert "If they give what is needed, answer now" in plain.history[0]["messages"][-1]["content"]
 
@@ -812,3 +812,21 @@ async def test_a_request_to_run_a_command_is_opened_as_the_command_until_one_ran
     completion = await coding_engine(upstream).acomplete(body)
     assert completion.message.content == "It prints 35350."
     assert all(b["messages"][-1]["role"] == "user" for b in seen)
+
+
+async def test_a_count_written_before_any_command_ran_is_opened_as_the_command() -> None:
+    """After reading data.txt, the 1.5B wrote 15 for its 17 lines."""
+    seen: list[dict[str, Any]] = []
+    bash = tool("Bash", "Runs a command.", command={"type": "string"})
+    bash["function"]["parameters"]["required"] = ["command"]
+    guess = '[Write(file_path="count.txt", content="15")]'
+    upstream = FunctionUpstream(prefilling(guess, 'wc -l < data.txt")]', seen))
+    body = after_read([*FILE_TOOLS, bash])
+    body["messages"][0]["content"] = (
+        "Count the lines in data.txt and write the number into count.txt"
+    )
+    body["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"file_path": "data.txt"}'
+    completion = await coding_engine(upstream).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert json.loads(call.arguments) == {"command": "wc -l < data.txt"}
+    assert any("no command had computed" in w for w in completion.meta.warnings)

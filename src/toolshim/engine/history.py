@@ -163,7 +163,8 @@ def results_note(
     )
     # What to do after results is in the brief (the system prompt, which the upstream's cache
     # serves): here only what changes, so each turn adds little more than its results.
-    return f"{failed}{missing}Next: the call for a step still left, or the answer if all is done."
+    # Said as an order: "Next: the call for a step still left, …" the 1.5B gave back as its answer.
+    return f"{failed}{missing}Now make the call for the next step, or answer if all is done."
 
 
 def _closing_without_tools(asked: bool, errors: int, results: int) -> str:

@@ -329,6 +329,24 @@ def _prints_only(calls: Sequence[ParsedCall]) -> bool:
     return isinstance(command, str) and bool(_PRINTING.match(command))
 
 
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+
+
+def _guessed_count(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
+    """A coding agent's write of a number where the request asks for a count or a sum and no
+    command has run (a count is a command's to make): planned after a read of data.txt, the 1.5B wrote 15 for
+    its 17 lines with ``Write(content=str(15))``."""
+    if not (turn.one_step and len(calls) == 1 and tries_next_step(turn)):
+        return False
+    if not COMPUTE_ASKED.search(_request_text(turn)) or _command_ran(turn):
+        return False
+    call = calls[0]
+    if call.name.lower() not in _WRITING_TOOLS or not isinstance(call.arguments, dict):
+        return False
+    # Any number: a read's line numbers (``15\trecord 15``) hold every small count.
+    return any(isinstance(v, str) and _NUMBER.search(v) for v in call.arguments.values())
+
+
 async def written_instead(
     turn: Turn,
     calls: tuple[ParsedCall, ...],
@@ -340,6 +358,16 @@ async def written_instead(
     that file opened for the model to fill (:func:`~toolshim.engine.next_file.writing_opening`).
     Through Codex the 0.5B printed the text, then printed it again after its result, and
     was re-asked twice before it wrote anything."""
+    if _guessed_count(turn, calls):
+        opened = command_opening(turn.request, turn.dialect)
+        step = await _opened_step(turn, extra, body, opened) if opened else None
+        if step is None:
+            return calls
+        turn.warn(
+            "the model wrote a count or sum no command had computed; opened as the shell's "
+            f"command, it wrote {step.name!r}"
+        )
+        return (step,)
     if not _prints_only(calls) or not tries_next_step(turn):
         return calls
     opened = writing_opening(turn.request, turn.dialect)

@@ -261,3 +261,42 @@ def test_a_read_of_the_file_to_create_that_found_nothing_leaves_it_to_write() ->
     assert writing_opening(request, get_dialect("pythonic")) == (
         '[Write(file_path="/w/port.txt", content="'
     )
+
+
+def test_the_edit_of_a_line_a_traceback_points_at_is_opened_at_its_replacement() -> None:
+    """Opened at old_string, the 1.5B wrote "nam", which matches twice in greet.py."""
+    read = ToolCall("c1", "Read", '{"file_path": "/w/greet.py"}')
+    run = ToolCall("c2", "Bash", '{"command": "python3 test_greet.py"}')
+    edit = ToolSpec(
+        "Edit",
+        "e",
+        {
+            "type": "object",
+            "properties": {"file_path": STRING, "old_string": STRING, "new_string": STRING},
+        },
+    )
+    traceback = (
+        'Traceback (most recent call last):\n  File "/w/test_greet.py", line 3, in <module>\n'
+        '  File "/w/greet.py", line 2, in greet\n    return "Hello, " + nam + "!"\n'
+        "NameError: name 'nam' is not defined"
+    )
+    request = ChatRequest(
+        model="m",
+        messages=(
+            Message(
+                "user", "Primary working directory: /w\npython3 test_greet.py fails. Fix greet.py."
+            ),
+            Message("assistant", "", tool_calls=(run, read)),
+            Message("tool", traceback, tool_call_id="c2"),
+            Message(
+                "tool",
+                '1\tdef greet(name):\n2\t    return "Hello, " + nam + "!"\n',
+                tool_call_id="c1",
+            ),
+        ),
+        tools=(READ, WRITE, edit),
+    )
+    assert editing_opening(request, get_dialect("pythonic")) == (
+        '[Edit(file_path="/w/greet.py", old_string="    return \\"Hello, \\" + nam + \\"!\\"", '
+        'new_string="'
+    )

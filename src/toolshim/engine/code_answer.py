@@ -40,7 +40,7 @@ from toolshim.engine.files_named import files_named
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, Message, ToolSpec
 
-__all__ = ["writing_call", "written_file_call"]
+__all__ = ["read_content", "writing_call", "written_file_call"]
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:#|//|--|;|<!--|/\*)\s*(?:file(?:name)?:\s*)?(\S+?)\s*(?:-->|\*/)?\s*$")
@@ -88,13 +88,13 @@ def _the_block(request: ChatRequest, text: str) -> tuple[str, str] | None:
             name = named.pop()
         if not _is_known(name, request_names, used):
             continue
-        if _TEST_FILE.search(name) and _read_content(request.messages, name) is None:
+        if _TEST_FILE.search(name) and read_content(request.messages, name) is None:
             continue  # a test the request runs, not one it asks for: tests are left as they are
         blocks.append((name, body.rstrip("\n") + "\n"))
     if len({name for name, _ in blocks}) != 1:
         return None
     name, content = blocks[-1]
-    original = _read_content(request.messages, name)
+    original = read_content(request.messages, name)
     if original is not None and not _replaces(original, content):
         return None
     return name, content
@@ -115,7 +115,7 @@ def _patched(request: ChatRequest, text: str) -> tuple[str, str] | None:
         for name in _request_names(request.messages):
             if _TEST_FILE.search(name) or (labelled and labelled[0] != name):
                 continue
-            original = _read_content(request.messages, name)
+            original = read_content(request.messages, name)
             changed = _changed_lines(original, body) if original else None
             if changed is not None and (name, changed) not in found:
                 found.append((name, changed))
@@ -202,7 +202,7 @@ def _is_known(name: str, request_names: Sequence[str], used: Sequence[str]) -> b
     return any(re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w-]|\.\w)", a) for a in used)
 
 
-def _read_content(messages: Sequence[Message], name: str) -> str | None:
+def read_content(messages: Sequence[Message], name: str) -> str | None:
     """The latest result of a call that used ``name`` and did not fail: the file as read."""
     base = re.escape(name.rsplit("/", 1)[-1])
     calls = {

@@ -33,6 +33,7 @@ from dataclasses import replace
 
 from toolshim.dialects.base import Dialect
 from toolshim.dialects.calls import ParsedCall
+from toolshim.engine.code_answer import read_content
 from toolshim.engine.files_named import files_named, untouched_since_request
 from toolshim.engine.focus import working_directory
 from toolshim.types import ChatRequest, ToolCall, ToolSpec
@@ -211,9 +212,35 @@ def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     name = _file_to_fix(request, messages[index].text, index)
     if name is None:
         return None
+    line = _failing_line(request, name)
+    if line is not None:  # the line the traceback points at: the model writes its fix
+        arguments = {path_key: _path(request, name), old_key: line, new_key: _MARK}
+        return _opened(dialect, tool.name, arguments)
     return _opened(
         dialect, tool.name, {path_key: _path(request, name), old_key: _MARK, new_key: ""}
     )
+
+
+def _failing_line(request: ChatRequest, name: str) -> str | None:
+    """The line of ``name`` (as a result shows it) that the last traceback naming the file
+    points at, when it is there once: opened to write what to replace, the 1.5B wrote
+    ``old_string="nam"`` for ``return "Hello, " + nam + "!"``, which matches twice."""
+    content = read_content(request.messages, name)
+    if content is None:
+        return None
+    pointed = re.compile(
+        rf'File "[^"\n]*(?<![\w.-]){re.escape(name.rsplit("/", 1)[-1])}", line (\d+)'
+    )
+    for message in reversed(request.messages):
+        hits = pointed.findall(message.text) if message.role == "tool" else []
+        if hits:
+            lines = content.split("\n")
+            number = int(hits[-1])
+            if 1 <= number <= len(lines) and lines[number - 1].strip():
+                line = lines[number - 1]
+                return line if content.count(line) == 1 else None
+            return None
+    return None
 
 
 def command_opening(request: ChatRequest, dialect: Dialect) -> str | None:

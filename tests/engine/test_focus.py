@@ -545,7 +545,7 @@ async def test_after_results_a_coding_agent_is_told_to_take_the_next_step() -> N
         after_read(FILE_TOOLS)
     )
     told = agent.history[0]["messages"][-1]["content"]
-    assert "Now make the call for the next step" in told
+    assert "If a step of the request is still not done, make its call now" in told
     assert "make that call now" in agent.history[0]["messages"][0]["content"]  # the brief
     assert "If they give what is needed, answer now" in plain.history[0]["messages"][-1]["content"]
 

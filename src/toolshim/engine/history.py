@@ -163,8 +163,13 @@ def results_note(
     )
     # What to do after results is in the brief (the system prompt, which the upstream's cache
     # serves): here only what changes, so each turn adds little more than its results.
-    # Said as an order: "Next: the call for a step still left, …" the 1.5B gave back as its answer.
-    return f"{failed}{missing}Now make the call for the next step, or answer if all is done."
+    # Full sentences: a short line ("Next: the call for a step still left, or the answer if
+    # all is done.") the 1.5B gave back as its answer, in 4 of 12 tasks.
+    return (
+        f"Use these results. {failed}{missing}If a step of the request is still not done, make "
+        "its call now with the values they hold; if everything asked is done, answer in plain "
+        "words. Never repeat a call whose result you have."
+    )
 
 
 def _closing_without_tools(asked: bool, errors: int, results: int) -> str:

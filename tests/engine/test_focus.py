@@ -365,7 +365,28 @@ async def test_a_coding_agent_that_answers_where_a_step_is_left_is_asked_once(st
         completion = await engine.acomplete(body)
         assert [c.name for c in completion.message.tool_calls] == ["Write"]
     check = upstream.history[1]["messages"][-1]["content"]
-    assert "If a part is not" in check
+    assert "If any part of it is not done yet" in check
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_the_answer_before_the_check_is_returned_when_the_model_answers_it(
+    stream: bool,
+) -> None:
+    """Asked whether every part was done, the 1.5B replied "Yes, all parts of the reminder
+    are done." in place of its answer, 35350."""
+    replies = iter(["The script prints 35350.", "Yes, all parts are done."])
+    upstream = FunctionUpstream(lambda body: next(replies))
+    engine = Engine(
+        upstream, mode="force", dialect="pythonic", registry=Registry(), offer_tools="coding"
+    )
+    body = after_read(FILE_TOOLS)
+    body["messages"][0]["content"] = "What does config.ini set the port to?"
+    if stream:
+        chunks = [c async for c in engine.astream({**body, "stream": True})]
+        text = "".join(c.content or "" for c in chunks)
+    else:
+        text = (await engine.acomplete(body)).message.content or ""
+    assert text == "The script prints 35350." and len(upstream.history) == 2
 
 
 async def test_a_coding_agents_answer_confirmed_once_is_returned() -> None:

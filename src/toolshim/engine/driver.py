@@ -173,6 +173,10 @@ class TurnDriver:
     """Ask this once before a text answer is returned: whether a step is still to be done
     (a coding agent's turn after results; see :data:`NEXT_STEP_CHECK`)."""
     confirmed: bool = False
+    answered: str = ""
+    """The answer given before :attr:`confirm` was asked: returned if the model answers again
+    (asked "is every part done?", the 1.5B replied "Yes, all parts are done." in place of its
+    answer, 35350)."""
     look: tuple[ParsedCall, ...] = ()
     """Returned in place of :attr:`confirm`: a look at the file a command wrote
     (:mod:`.look_written`)."""
@@ -186,7 +190,7 @@ class TurnDriver:
             self.formatted
             or self.forced
             or self.reasks > 0
-            or (self.confirm is not None and not self.confirmed)
+            or self.confirm is not None
             or (self.next_step and not self.confirmed)
         )
 
@@ -227,6 +231,7 @@ class TurnDriver:
             return NextStep(attempt.prose, attempt.finish)
         if self.confirm is not None and not self.confirmed and attempt.prose.strip():
             self.confirmed = True
+            self.answered = attempt.prose
             if self.look:
                 return ReturnCalls(self.look, LOOK_WARNING)
             self.reasks += 1
@@ -243,6 +248,8 @@ class TurnDriver:
                 # Nothing at all (a reply that began with a made-up result ends at its stop
                 # sequence): an empty answer is no answer; ask for one without tools.
                 return AnswerWithoutTools(EMPTY_WARNING)
+        if self.answered and attempt.prose.strip():
+            return ReturnText(self.answered, attempt.finish)  # the answer before the check
         return ReturnText(attempt.prose, attempt.finish)
 
     def _give_up(self, attempt: Attempt, summary: str) -> Step:
@@ -280,9 +287,10 @@ def _correction(turn: Turn, problems: Sequence[str]) -> str:
 
 
 NEXT_STEP_CHECK = (
-    "Before you finish: is every part of {question} done? If a part is not (a file to write or "
-    "change, a command to run), make its call now: a value said in your answer is written "
-    "nowhere. If all is done, give your answer again."
+    "Before you finish, check the user's request again: {question} If any part of it is not "
+    "done yet (a file to write or change, a command to run), make the call for that part now: "
+    "saying a value in your answer does not write it anywhere. If every part is done, give "
+    "your answer again."
 )
 """Asked once before a coding agent's text answer after results: the 1.5B read config.ini,
 then answered "The port setting in config.ini is 1." where it was asked to write the port into

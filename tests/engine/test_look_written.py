@@ -87,3 +87,9 @@ def test_what_the_look_shows_the_file_holds() -> None:
     assert looked_content(looked("x", look="cat package.json")) is None
     assert looked_content((*shown, Message("user", "thanks"))) is None
     assert looked_content(history("grep name package.json > name.txt")) is None
+
+
+def test_a_write_with_cat_is_no_look() -> None:
+    """toolshim's own rewrite (``cat > name.txt <<EOF``) read as a look was rewritten again."""
+    rewrite = "cat > name.txt <<'TOOLSHIM_EOF'\ntiny-widget\nTOOLSHIM_EOF"
+    assert looked_content(looked("Process exited with code 0\nOutput:\n", look=rewrite)) is None

@@ -61,7 +61,9 @@ def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
     if looked is None or written is None:
         return None
     base = written[0].rsplit("/", 1)[-1]
-    if not re.match(r"\s*(?:cat|head)\b", looked) or base not in looked:
+    # A look reads: ``cat > port.txt <<EOF`` writes (read as a look, toolshim's own rewrite
+    # of port.txt was looked at and rewritten again, over and over).
+    if not re.match(r"\s*(?:cat|head)\b", looked) or ">" in looked or base not in looked:
         return None
     text = messages[-1].text
     _, found, output = text.partition("Output:\n")

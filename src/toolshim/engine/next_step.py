@@ -245,6 +245,11 @@ async def _content_step(
     if content is None or (current is not None and content.strip() == current.strip()):
         return None
     written = writing_call(turn.request.function_tools, path, content + "\n")
+    if (
+        written is not None
+        and call_key(written.name, written.arguments_json) in turn.answered_results
+    ):
+        return None  # written so already
     call = valid_call(turn, written) if written else None
     if call is not None:
         turn.warn(

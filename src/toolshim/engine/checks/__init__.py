@@ -82,14 +82,15 @@ def run_checks(
     *,
     native: bool = False,
     continued: bool = False,
-    checks: Sequence[Check] = CHECKS,
+    checks: Sequence[Check] | None = None,
 ) -> Verdict:
     """Run ``checks`` in order on a reply's ``calls``: the calls that passed, and the problems
     of the first check that asked for a re-ask (written in :attr:`Turn.reasked`, unless the
-    call is ``continued``). ``native``: only the checks that run on native calls."""
+    call is ``continued``). ``native``: only the checks that run on native calls. ``checks``:
+    :data:`CHECKS` unless given."""
     reply = Reply(turn, tuple(calls), finish, native=native, continued=continued)
     notes: list[str] = []
-    for check in checks:
+    for check in CHECKS if checks is None else checks:
         if native and not check.native:
             continue
         match check.run(reply):

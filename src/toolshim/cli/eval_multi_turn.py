@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from toolshim.cli._eval_run import recorded_run, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     err_console,
@@ -74,12 +74,10 @@ async def _evaluate(
     )
     try:
         model_name = model or await first_model(upstream)
-        records: list[MultiTurnRecord] = []
-        previous: dict[str, Any] = {}
-        if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
-            previous, records = load_multi_turn_report(output)
-            wanted = {c.id for c in cases}
-            records = [r for r in records if r.case_id in wanted]
+        wanted = {c.id for c in cases}
+        previous, records = resumed(
+            output, resume, load_multi_turn_report, lambda r: r.case_id in wanted
+        )
         runner = MultiTurnRunner(
             upstream, model_name, configs, served_facts=served_facts, **runner_options
         )
@@ -112,34 +110,30 @@ async def _evaluate(
             f"{model_name!r}, {parallel} at a time: {total} runs to do"
             + (f" ({len(done)} already in {output})" if done else "")
         )
-        started = last_write = time.monotonic()
-        finished = 0
 
-        def on_record(record: MultiTurnRecord) -> None:
-            nonlocal last_write, finished
-            records.append(record)
-            finished += 1
+        def line(record: MultiTurnRecord) -> str:
             mark = "✓" if record.valid else f"✗ {record.failure}"
-            err_console.print(
-                f"[{finished}/{total}] {record.case_id} {record.config} {mark}: "
+            return (
+                f"{record.case_id} {record.config} {mark}: "
                 f"{record.turns} turn(s), {record.steps} step(s), {record.llm_calls} LLM "
                 f"call(s), {record.prompt_tokens}+{record.completion_tokens} tokens, "
-                f"{record.seconds:.1f}s",
-                highlight=False,
-                markup=False,
+                f"{record.seconds:.1f}s"
             )
-            if time.monotonic() - last_write > 20:
-                write_multi_turn_report(output, meta, records)
-                last_write = time.monotonic()
 
         try:
-            await runner.run(cases, skip=done, on_record=on_record, parallel=parallel)
-        finally:
-            meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-            meta["wall_s"] = round(
-                float(previous.get("wall_s") or 0) + time.monotonic() - started, 1
+            await recorded_run(
+                lambda on_record: runner.run(
+                    cases, skip=done, on_record=on_record, parallel=parallel
+                ),
+                records=records,
+                total=total,
+                meta=meta,
+                write=lambda meta, records: write_multi_turn_report(output, meta, records),
+                console=err_console,
+                line=line,
+                wall_before=float(previous.get("wall_s") or 0),
             )
-            write_multi_turn_report(output, meta, records)
+        finally:
             await runner.aclose()
         return records
     finally:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,9 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
         self.temperature = temperature
         self.max_turns = max_turns
         self.budget = budget
+
+    async def run_one(self, item: AgentTask, config: EvalConfig) -> AgentRecord:
+        return await self.run_task(item, config)
 
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""
@@ -208,19 +211,6 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
             for c in message.tool_calls
         ]
         return {"content": message.text, "tool_calls": calls}, completion.finish_reason
-
-    async def run(
-        self,
-        tasks: Sequence[AgentTask],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[AgentRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[AgentRecord]:
-        """Every task under every configuration (``skip``: ``(task_id, config label)`` pairs
-        already done), ``parallel`` at a time, calling ``on_record`` after each; the records
-        come back in task order whatever order they finished in."""
-        return await self._run_each(tasks, self.run_task, skip, on_record, parallel)
 
 
 def _failure_kind(task: AgentTask, run: _Run, max_turns: int) -> str:

@@ -139,7 +139,10 @@ class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
         self.max_steps = max_steps if max_steps is not None else load_multi_turn().max_steps
         self.budget = budget
 
-    async def run_case(self, case: MultiTurnCase, config: EvalConfig) -> MultiTurnRecord:
+    def ordered(self, items: Sequence[MultiTurnCase]) -> Sequence[MultiTurnCase]:
+        return interleave(items)
+
+    async def run_one(self, case: MultiTurnCase, config: EvalConfig) -> MultiTurnRecord:
         """One case under one configuration; a failure becomes a failed record."""
         started = time.perf_counter()
         with Simulator(case, config.label) as simulator:
@@ -293,16 +296,3 @@ class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
                 for c in reply_message.tool_calls
             ],
         }
-
-    async def run(
-        self,
-        cases: Sequence[MultiTurnCase],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[MultiTurnRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[MultiTurnRecord]:
-        """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
-        already done), ``parallel`` at a time, cases round-robin across categories and each
-        under every configuration before the next, calling ``on_record`` after each."""
-        return await self._run_each(interleave(cases), self.run_case, skip, on_record, parallel)

@@ -339,18 +339,30 @@ class SuiteRunner(Generic[Item, R]):
             raise ConfigError("no configuration to evaluate", param="config")
         self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
 
-    async def _run_each(
+    async def run_one(self, item: Item, config: EvalConfig) -> R:
+        """One item under one configuration; a failure becomes a failed record."""
+        raise NotImplementedError
+
+    def ordered(self, items: Sequence[Item]) -> Sequence[Item]:
+        """The order the items run in: as given, or :func:`interleave`'d."""
+        return items
+
+    async def run(
         self,
         items: Sequence[Item],
-        run: Callable[[Item, EvalConfig], Awaitable[R]],
-        skip: Iterable[tuple[str, str]],
-        on_record: Callable[[R], None] | None,
-        parallel: int,
+        *,
+        skip: Iterable[tuple[str, str]] = (),
+        on_record: Callable[[R], None] | None = None,
+        parallel: int = 1,
     ) -> list[R]:
-        """``run`` on each item under each configuration but ``skip``'s (:func:`run_jobs`)."""
+        """Every item (:meth:`ordered`) under every configuration but ``skip``'s ``(item id,
+        config label)`` pairs, ``parallel`` at a time, calling ``on_record`` after each; the
+        records come back in that order whatever order they finished in."""
         done = set(skip)
-        jobs = [(i, c) for i in items for c in self.configs if (i.id, c.label) not in done]
-        return await run_jobs(jobs, run, on_record, parallel)
+        jobs = [
+            (i, c) for i in self.ordered(items) for c in self.configs if (i.id, c.label) not in done
+        ]
+        return await run_jobs(jobs, self.run_one, on_record, parallel)
 
     def pending(self, items: Sequence[Item], skip: Iterable[tuple[str, str]] = ()) -> int:
         """How many (item, configuration) runs are left once ``skip``'s are done."""
@@ -388,7 +400,10 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
             params["max_tokens"] = self.max_tokens
         return params
 
-    async def run_case(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
+    def ordered(self, items: Sequence[BfclCase]) -> Sequence[BfclCase]:
+        return interleave(items)
+
+    async def run_one(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
         """One case under one configuration; a failed request becomes a failed record."""
         started = time.perf_counter()
         llm_calls = 0
@@ -465,20 +480,6 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
         )
-
-    async def run(
-        self,
-        cases: Sequence[BfclCase],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[CaseRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[CaseRecord]:
-        """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
-        already done), ``parallel`` runs at a time, calling ``on_record`` after each; returns
-        the new records in the serial order (cases round-robin across categories, each under
-        every configuration), whatever order they finished in."""
-        return await self._run_each(interleave(cases), self.run_case, skip, on_record, parallel)
 
 
 def _message_dict(completion: Completion) -> dict[str, Any]:

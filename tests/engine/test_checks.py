@@ -14,7 +14,7 @@ import toolshim.engine.checks as checks
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import Engine
 from toolshim.engine.checks import CHECKS, CONTINUED, run_checks
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.turn import Turn, call_key
 from toolshim.testing import FakeUpstream
 from toolshim.testing.tools import WEATHER
@@ -59,7 +59,7 @@ def test_each_check_is_its_own_module_of_the_package_and_one_entry_of_the_list()
 NOT_PARIS = "Paris is not a city this test serves: call it for London"
 
 
-def _no_paris(reply: Reply) -> Outcome:
+def _no_paris(reply: CheckedReply) -> Outcome:
     """A new check, as its module would write it: re-asks a call for Paris, once."""
     if "no_paris" in reply.turn.reasked:
         return PASS

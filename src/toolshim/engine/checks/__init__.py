@@ -50,7 +50,7 @@ from toolshim.engine.checks import (
     undeclared_arguments,
     unused_numbers,
 )
-from toolshim.engine.checks.base import Check, Pass, Reask, Reply, Revise
+from toolshim.engine.checks.base import Check, CheckedReply, Pass, Reask, Revise
 from toolshim.engine.turn import Turn, call_key
 from toolshim.engine.validate import Verdict
 
@@ -88,7 +88,7 @@ def run_checks(
     of the first check that asked for a re-ask (written in :attr:`Turn.reasked`, unless the
     call is ``continued``). ``native``: only the checks that run on native calls. ``checks``:
     :data:`CHECKS` unless given."""
-    reply = Reply(turn, tuple(calls), finish, native=native, continued=continued)
+    reply = CheckedReply(turn, tuple(calls), finish, native=native, continued=continued)
     notes: list[str] = []
     for check in CHECKS if checks is None else checks:
         if native and not check.native:

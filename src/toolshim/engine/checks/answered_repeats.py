@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.files_named import untouched_since_request
 from toolshim.engine.history import is_error_result
 from toolshim.engine.next_file import reading_call
@@ -74,7 +74,7 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     return problems
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     problems = repeat_problems(reply.turn, reply.calls)
     return Reask(tuple(problems)) if problems else PASS
 

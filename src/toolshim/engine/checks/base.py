@@ -1,6 +1,6 @@
 """The interface of a check on a model's calls: a name, a function from the reply to an outcome.
 
-A check reads a :class:`Reply` (the turn, the calls as the earlier checks left them, how the
+A check reads a :class:`CheckedReply` (the turn, the calls as the earlier checks left them, how the
 reply ended) and says one of three things:
 
 * :class:`Pass`: nothing to change; the next check runs.
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.turn import Turn
 
-__all__ = ["PASS", "Check", "Outcome", "Pass", "Reask", "Reply", "Revise", "revised"]
+__all__ = ["PASS", "Check", "CheckedReply", "Outcome", "Pass", "Reask", "Revise", "revised"]
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class CheckedReply:
     """A reply's calls as a check reads them.
 
     ``native``: the upstream's own tool calls (or calls rescued from a native reply's text),
@@ -85,12 +85,12 @@ class Check:
     reply (:func:`toolshim.engine.more_calls.valid_call`)."""
 
     name: str
-    run: Callable[[Reply], Outcome]
+    run: Callable[[CheckedReply], Outcome]
     native: bool = False
     continued: bool = False
 
 
-def revised(reply: Reply, calls: Sequence[ParsedCall], notes: Sequence[str] = ()) -> Outcome:
+def revised(reply: CheckedReply, calls: Sequence[ParsedCall], notes: Sequence[str] = ()) -> Outcome:
     """:class:`Revise` with ``calls`` and ``notes``, or :data:`PASS` when neither changed."""
     kept = tuple(calls)
     if not notes and kept == reply.calls:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from toolshim.dialects.base import example_arguments
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.turn import Turn
 
 __all__ = ["CHECK", "NUMBER", "example_copies"]
@@ -57,7 +57,7 @@ def example_copies(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     return problems
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     problems = example_copies(reply.turn, reply.calls)
     return Reask(tuple(problems)) if problems else PASS
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import Check, Outcome, Reply, revised
+from toolshim.engine.checks.base import Check, CheckedReply, Outcome, revised
 from toolshim.engine.steps_ahead import calls_ready, conversation_text, skip_answered
 from toolshim.engine.turn import Turn
 
@@ -34,7 +34,7 @@ def first_step(turn: Turn, calls: Sequence[ParsedCall]) -> Sequence[ParsedCall]:
     return ready
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     if not reply.turn.one_step or len(reply.calls) < 2:
         return revised(reply, reply.calls)
     return revised(reply, first_step(reply.turn, skip_answered(reply.turn, reply.calls)))

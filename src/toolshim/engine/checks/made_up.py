@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply, Revise
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask, Revise
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolSpec
 
@@ -269,7 +269,7 @@ def grounding_problems(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) 
     ]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     kept, problems = made_up_calls(reply.turn, reply.calls)
     if problems:
         return Reask(tuple(problems), tuple(kept))

@@ -4,13 +4,13 @@ nobody wrote is pointed at its place in the working directory
 
 from __future__ import annotations
 
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reply, revised
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, revised
 from toolshim.engine.focus import repair_paths
 
 __all__ = ["CHECK"]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     if not reply.turn.one_step:
         return PASS
     calls, moved = repair_paths(reply.turn.request, reply.calls)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.types import ToolSpec
 
 __all__ = ["CHECK", "is_placeholder", "placeholder_problems"]
@@ -80,7 +80,7 @@ def placeholder_problems(calls: Sequence[ParsedCall], tools: Sequence[ToolSpec])
     return problems
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     problems = placeholder_problems(reply.calls, reply.turn.request.function_tools)
     return Reask(tuple(problems)) if problems else PASS
 

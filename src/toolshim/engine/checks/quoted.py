@@ -3,13 +3,13 @@ output is data, not an instruction (:func:`toolshim.engine.quoted.quoted_problem
 
 from __future__ import annotations
 
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.quoted import quoted_problems
 
 __all__ = ["CHECK"]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     problems = quoted_problems(reply.turn, reply.calls)
     return Reask(tuple(problems)) if problems else PASS
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reply, Revise
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Revise
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import ToolCall
 
@@ -71,7 +71,7 @@ def repeat_stops(turn: Turn) -> tuple[str, ...]:
     return tuple(stops)
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     calls, finish = drop_repeats_in_reply(reply.turn, reply.calls, reply.finish)
     if calls is reply.calls and finish == reply.finish:
         return PASS

@@ -7,13 +7,13 @@ reply was continued for (it is judged alone)."""
 
 from __future__ import annotations
 
-from toolshim.engine.checks.base import Check, Outcome, Reask, Reply, revised
+from toolshim.engine.checks.base import Check, CheckedReply, Outcome, Reask, revised
 from toolshim.engine.validate import validate_calls
 
 __all__ = ["CHECK"]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     turn, request = reply.turn, reply.turn.request
     verdict = validate_calls(
         reply.calls,

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 from toolshim.engine.arguments import drop_undeclared_arguments
-from toolshim.engine.checks.base import Check, Outcome, Reply, revised
+from toolshim.engine.checks.base import Check, CheckedReply, Outcome, revised
 
 __all__ = ["CHECK"]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     calls, dropped = drop_undeclared_arguments(reply.calls, reply.turn.request.function_tools)
     return revised(reply, calls, dropped)
 

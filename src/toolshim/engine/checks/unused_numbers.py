@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, Outcome, Reask, Reply
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.turn import Turn
 from toolshim.types import ToolSpec
 
@@ -74,7 +74,7 @@ def unused_number_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]
     ]
 
 
-def _run(reply: Reply) -> Outcome:
+def _run(reply: CheckedReply) -> Outcome:
     if reply.finish == "length" or reply.turn.one_step:
         return PASS
     problems = unused_number_problems(reply.turn, reply.calls)

@@ -14,7 +14,7 @@ import toolshim.engine.checks as checks
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import Engine
 from toolshim.engine.checks import CHECKS, CONTINUED, run_checks
-from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask, Revise, revised
 from toolshim.engine.turn import Turn, call_key
 from toolshim.testing import FakeUpstream
 from toolshim.testing.tools import WEATHER
@@ -101,3 +101,13 @@ def test_a_continued_call_is_dropped_quietly_and_not_written_in_the_ledger() -> 
     assert verdict.problems
     assert turn.reasked == {}
     assert turn.warnings == []
+
+
+def test_calls_equal_but_not_the_same_go_on_as_revised() -> None:
+    turn = a_turn()
+    said = ParsedCall("get_weather", {"city": "Paris", "days": 1}, "")
+    reply = CheckedReply(turn, (said,))
+    assert revised(reply, [said]) is PASS
+    coerced = ParsedCall("get_weather", {"city": "Paris", "days": 1.0}, "")
+    assert coerced == said  # 1 == 1.0: equality would lose the coercion
+    assert revised(reply, [coerced]) == Revise((coerced,), None)

@@ -16,6 +16,7 @@ keeps: each check that asked for a re-ask, by name, with the calls of the reply 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -91,8 +92,10 @@ class Check:
 
 
 def revised(reply: CheckedReply, calls: Sequence[ParsedCall], notes: Sequence[str] = ()) -> Outcome:
-    """:class:`Revise` with ``calls`` and ``notes``, or :data:`PASS` when neither changed."""
+    """:class:`Revise` with ``calls`` and ``notes``, or :data:`PASS` when there are no notes
+    and ``calls`` are the reply's own objects (equal is not enough: ``1 == 1.0 == True``, and
+    a coerced argument must go on coerced)."""
     kept = tuple(calls)
-    if not notes and kept == reply.calls:
+    if not notes and len(kept) == len(reply.calls) and all(map(operator.is_, kept, reply.calls)):
         return PASS
     return Revise(kept, reply.finish, tuple(notes))

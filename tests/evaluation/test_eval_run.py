@@ -1,5 +1,5 @@
-"""The run loop every ``toolshim eval`` suite shares (:mod:`toolshim.cli._eval_run`): a line a
-record, the report written at the end however the run ends, ``--resume``'s records."""
+"""The run loop every ``toolshim eval`` suite shares (:class:`toolshim.cli._eval_run.RunLog`):
+a line a record, the report written at the end however the run ends, ``--resume``'s records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from toolshim.cli._eval_run import recorded_run, resumed
+from toolshim.cli._eval_run import RunLog, resumed
 
 
 def log_console() -> tuple[Console, io.StringIO]:
@@ -27,23 +27,18 @@ async def test_each_record_is_a_line_and_the_report_is_written_at_the_end(
     console, out = log_console()
     written: list[tuple[dict[str, Any], list[str]]] = []
 
-    async def run(on_record: Callable[[str], None]) -> None:
+    async def run(*, on_record: Callable[[str], None]) -> None:
         for record in ("a", "b"):
             on_record(record)
 
     records: list[str] = []
     meta: dict[str, Any] = {"model": "m"}
-    await recorded_run(
-        run,
-        records=records,
-        total=2,
-        meta=meta,
-        write=lambda meta, records: written.append((dict(meta), list(records))),
-        console=console,
-        line=lambda r: f"{r} done",
-        bar=bar,
-        wall_before=100.0,
-    )
+    log = RunLog(console, lambda r: f"{r} done", bar=bar)
+
+    def write(meta: dict[str, Any], records: list[str]) -> None:
+        written.append((dict(meta), list(records)))
+
+    await log.run(run, records, 2, meta, write, wall_before=100.0)
     assert records == ["a", "b"]
     lines = [line for line in out.getvalue().splitlines() if line.startswith("[")]
     assert lines == ["[1/2] a done", "[2/2] b done"]
@@ -57,20 +52,14 @@ async def test_the_report_is_written_when_the_run_is_interrupted() -> None:
     console, _ = log_console()
     written: list[list[str]] = []
 
-    async def run(on_record: Callable[[str], None]) -> None:
+    async def run(*, on_record: Callable[[str], None]) -> None:
         on_record("a")
         raise KeyboardInterrupt
 
     meta: dict[str, Any] = {}
     with pytest.raises(KeyboardInterrupt):
-        await recorded_run(
-            run,
-            records=[],
-            total=3,
-            meta=meta,
-            write=lambda meta, records: written.append(list(records)),
-            console=console,
-            line=str,
+        await RunLog(console, str).run(
+            run, [], 3, meta, lambda meta, records: written.append(list(records))
         )
     assert written == [["a"]]
     assert "wall_s" in meta

@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -20,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["WRITE_EVERY", "recorded_run", "resumed"]
+__all__ = ["WRITE_EVERY", "RunLog", "resumed"]
 
 R = TypeVar("R")
 
@@ -42,58 +43,66 @@ def resumed(
     return previous, [r for r in records if keep(r)]
 
 
-async def recorded_run(
-    run: Callable[[Callable[[R], None]], Awaitable[Any]],
-    *,
-    records: list[R],
-    total: int,
-    meta: dict[str, Any],
-    write: Callable[[dict[str, Any], list[R]], object],
-    console: Console,
-    line: Callable[[R], str],
-    bar: tuple[str, Callable[[R], str]] | None = None,
-    wall_before: float = 0.0,
-) -> None:
-    """Await ``run(on_record)``: each record joins ``records``, a line ``[n/total] `` +
-    ``line(record)`` is printed (with a ``bar``, its name and its description of a record,
-    only where the console is not a terminal: a log file), and the report is written
-    (``write(meta, records)``) every :data:`WRITE_EVERY` seconds and at the end, with
-    ``meta``'s ``finished`` and ``wall_s`` (``wall_before`` seconds of earlier runs added)."""
-    started = last_write = time.monotonic()
-    finished = 0
-    progress = (
-        Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
+@dataclass(frozen=True)
+class RunLog(Generic[R]):
+    """How a suite's run shows on ``console``: a line ``[n/total] `` + ``line(record)`` a
+    record, and with a ``bar`` (its name, its description of a record) a progress bar, the
+    lines then only where the console is not a terminal (a log file)."""
+
+    console: Console
+    line: Callable[[R], str]
+    bar: tuple[str, Callable[[R], str]] | None = None
+
+    async def run(
+        self,
+        run: Callable[..., Awaitable[Any]],
+        records: list[R],
+        total: int,
+        meta: dict[str, Any],
+        write: Callable[[dict[str, Any], list[R]], object],
+        wall_before: float = 0.0,
+    ) -> None:
+        """Await ``run(on_record=…)``: each record joins ``records`` and is shown, and the
+        report is written (``write(meta, records)``) every :data:`WRITE_EVERY` seconds and at
+        the end, however the run ends, with ``meta``'s ``finished`` and ``wall_s``
+        (``wall_before`` seconds of earlier runs added)."""
+        console, bar = self.console, self.bar
+        started = last_write = time.monotonic()
+        finished = 0
+        progress = (
+            Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console,
+            )
+            if bar is not None
+            else None
         )
-        if bar is not None
-        else None
-    )
-    task = progress.add_task(bar[0], total=total) if progress is not None and bar else None
+        task = progress.add_task(bar[0], total=total) if progress is not None and bar else None
 
-    def on_record(record: R) -> None:
-        nonlocal last_write, finished
-        records.append(record)
-        finished += 1
-        if progress is not None and bar is not None and task is not None:
-            progress.update(task, advance=1, description=bar[1](record))
-        if progress is None or not console.is_terminal:
-            console.print(f"[{finished}/{total}] {line(record)}", highlight=False, markup=False)
-        if time.monotonic() - last_write > WRITE_EVERY:
+        def on_record(record: R) -> None:
+            nonlocal last_write, finished
+            records.append(record)
+            finished += 1
+            if progress is not None and bar is not None and task is not None:
+                progress.update(task, advance=1, description=bar[1](record))
+            if progress is None or not console.is_terminal:
+                line = f"[{finished}/{total}] {self.line(record)}"
+                console.print(line, highlight=False, markup=False)
+            if time.monotonic() - last_write > WRITE_EVERY:
+                write(meta, records)
+                last_write = time.monotonic()
+
+        try:
+            if progress is None:
+                await run(on_record=on_record)
+            else:
+                with progress:
+                    await run(on_record=on_record)
+        finally:
+            meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            meta["wall_s"] = round(wall_before + time.monotonic() - started, 1)
             write(meta, records)
-            last_write = time.monotonic()
-
-    try:
-        if progress is None:
-            await run(on_record)
-        else:
-            with progress:
-                await run(on_record)
-    finally:
-        meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        meta["wall_s"] = round(wall_before + time.monotonic() - started, 1)
-        write(meta, records)

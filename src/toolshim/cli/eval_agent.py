@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
-from toolshim.cli._eval_run import recorded_run, resumed
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     err_console,
@@ -101,23 +102,9 @@ async def evaluate_agent(
             f"{len(tasks)} agent tasks × {len(configs)} configurations on {model_name!r}, "
             f"{parallel} at a time: {total} runs to do"
         )
-
-        def line(record: AgentRecord) -> str:
-            return (
-                f"{record.task_id} {record.config} {_mark(record)} "
-                f"{record.llm_calls} call(s) {record.seconds:.1f}s"
-            )
-
-        await recorded_run(
-            lambda on_record: runner.run(tasks, skip=done, on_record=on_record, parallel=parallel),
-            records=records,
-            total=total,
-            meta=meta,
-            write=lambda meta, records: write_agent_report(output, meta, records),
-            console=console,
-            line=line,
-            bar=("agent", lambda r: f"{r.config} {_mark(r)}"),
-        )
+        log = RunLog(console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}"))
+        run = partial(runner.run, tasks, skip=done, parallel=parallel)
+        await log.run(run, records, total, meta, partial(write_agent_report, output))
         await runner.aclose()
         return records
     finally:
@@ -126,6 +113,10 @@ async def evaluate_agent(
 
 def _mark(record: AgentRecord) -> str:
     return "✓" if record.correct else f"✗ {record.failure}"
+
+
+def _line(r: AgentRecord) -> str:
+    return f"{r.task_id} {r.config} {_mark(r)} {r.llm_calls} call(s) {r.seconds:.1f}s"
 
 
 def show_agent(records: list[AgentRecord], console: Console, *, markdown: bool, title: str) -> None:

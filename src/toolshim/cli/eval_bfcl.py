@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
-from toolshim.cli._eval_run import recorded_run, resumed
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     first_model,
@@ -113,23 +114,9 @@ async def _evaluate(
             f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
             f"{total} runs to do" + (f" ({len(done)} already in {output})" if done else "")
         )
-
-        def line(record: CaseRecord) -> str:
-            return (
-                f"{record.case_id} {record.config} {_mark(record)} "
-                f"{record.llm_calls} call(s) {record.latency_s:.1f}s"
-            )
-
-        await recorded_run(
-            lambda on_record: runner.run(cases, skip=done, on_record=on_record, parallel=parallel),
-            records=records,
-            total=total,
-            meta=meta,
-            write=lambda meta, records: write_report(output, meta, records),
-            console=err_console,
-            line=line,
-            bar=("eval", lambda r: f"{r.category} {r.config} {_mark(r)}"),
-        )
+        log = RunLog(err_console, _line, bar=("eval", _progress))
+        run = partial(runner.run, cases, skip=done, parallel=parallel)
+        await log.run(run, records, total, meta, partial(write_report, output))
         return records
     finally:
         await upstream.aclose()
@@ -137,6 +124,14 @@ async def _evaluate(
 
 def _mark(record: CaseRecord) -> str:
     return "✓" if record.valid else "✗"
+
+
+def _line(r: CaseRecord) -> str:
+    return f"{r.case_id} {r.config} {_mark(r)} {r.llm_calls} call(s) {r.latency_s:.1f}s"
+
+
+def _progress(r: CaseRecord) -> str:
+    return f"{r.category} {r.config} {_mark(r)}"
 
 
 def run_bfcl_suite(

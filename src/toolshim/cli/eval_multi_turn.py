@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from toolshim.cli._eval_run import recorded_run, resumed
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     err_console,
@@ -110,34 +111,26 @@ async def _evaluate(
             f"{model_name!r}, {parallel} at a time: {total} runs to do"
             + (f" ({len(done)} already in {output})" if done else "")
         )
-
-        def line(record: MultiTurnRecord) -> str:
-            mark = "✓" if record.valid else f"✗ {record.failure}"
-            return (
-                f"{record.case_id} {record.config} {mark}: "
-                f"{record.turns} turn(s), {record.steps} step(s), {record.llm_calls} LLM "
-                f"call(s), {record.prompt_tokens}+{record.completion_tokens} tokens, "
-                f"{record.seconds:.1f}s"
-            )
-
+        run = partial(runner.run, cases, skip=done, parallel=parallel)
+        write = partial(write_multi_turn_report, output)
+        wall_before = float(previous.get("wall_s") or 0)
         try:
-            await recorded_run(
-                lambda on_record: runner.run(
-                    cases, skip=done, on_record=on_record, parallel=parallel
-                ),
-                records=records,
-                total=total,
-                meta=meta,
-                write=lambda meta, records: write_multi_turn_report(output, meta, records),
-                console=err_console,
-                line=line,
-                wall_before=float(previous.get("wall_s") or 0),
-            )
+            await RunLog(err_console, _line).run(run, records, total, meta, write, wall_before)
         finally:
             await runner.aclose()
         return records
     finally:
         await upstream.aclose()
+
+
+def _line(record: MultiTurnRecord) -> str:
+    mark = "✓" if record.valid else f"✗ {record.failure}"
+    return (
+        f"{record.case_id} {record.config} {mark}: "
+        f"{record.turns} turn(s), {record.steps} step(s), {record.llm_calls} LLM "
+        f"call(s), {record.prompt_tokens}+{record.completion_tokens} tokens, "
+        f"{record.seconds:.1f}s"
+    )
 
 
 def show_multi_turn(

@@ -18,8 +18,8 @@ checks run in this order, each on the calls the ones before it left::
 
 ``N``: it also runs on a native reply's calls (:mod:`toolshim.engine.native`,
 :mod:`toolshim.engine.relay`), which are held to the request's rules, not to the prompt's.
-``C``: it also judges a call the reply was continued for (:mod:`toolshim.engine.more_calls`),
-which is dropped where another reply would be re-asked.
+``C``: it also judges a call alone before it joins a reply (a call the reply was continued
+for, :mod:`toolshim.engine.more_calls`), which is dropped where a reply would be re-asked.
 
 The first check that asks for a re-ask ends the run: its problems are the correction
 (:func:`toolshim.engine.validate.reask_message`), and it is written in the turn's one re-ask
@@ -72,7 +72,8 @@ CHECKS: tuple[Check, ...] = (
 """Every check, in the order they run (see the module docstring)."""
 
 CONTINUED: tuple[Check, ...] = tuple(c for c in CHECKS if c.continued)
-"""The checks a call the reply was continued for must pass, in the same order."""
+"""The checks a call judged alone before it joins a reply must pass, in the same order
+(:func:`toolshim.engine.more_calls.valid_call`: a continued call, a step toolshim asked for)."""
 
 
 def run_checks(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolshim.engine import Engine
-from toolshim.engine.call_checks import is_placeholder
+from toolshim.engine.checks.placeholders import is_placeholder
 from toolshim.errors import ToolCallError
 from toolshim.testing import FakeUpstream, Reply
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.engine.helpers import called
 from toolshim.engine import Engine
-from toolshim.engine.unused_numbers import SAID_NUMBER
+from toolshim.engine.checks.unused_numbers import SAID_NUMBER
 from toolshim.testing import FakeUpstream, Reply
 
 

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     err_console,
@@ -75,11 +68,8 @@ async def evaluate_agent(
     )
     try:
         model_name = model or await first_model(upstream)
-        records: list[AgentRecord] = []
-        if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
-            _, records = load_agent_report(output)
-            wanted = {t.id for t in tasks}
-            records = [r for r in records if r.task_id in wanted]
+        wanted = {t.id for t in tasks}
+        _, records = resumed(output, resume, load_agent_report, lambda r: r.task_id in wanted)
         runner = AgentRunner(
             upstream,
             model_name,
@@ -112,44 +102,21 @@ async def evaluate_agent(
             f"{len(tasks)} agent tasks × {len(configs)} configurations on {model_name!r}, "
             f"{parallel} at a time: {total} runs to do"
         )
-        started = time.monotonic()
-        last_write = started
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-        ) as progress:
-            bar = progress.add_task("agent", total=total)
-
-            def on_record(record: AgentRecord) -> None:
-                nonlocal last_write
-                records.append(record)
-                mark = "✓" if record.correct else f"✗ {record.failure}"
-                progress.update(bar, advance=1, description=f"{record.config} {mark}")
-                if not console.is_terminal:
-                    console.print(
-                        f"[{int(progress.tasks[0].completed)}/{total}] {record.task_id} "
-                        f"{record.config} {mark} {record.llm_calls} call(s) {record.seconds:.1f}s",
-                        highlight=False,
-                        markup=False,
-                    )
-                if time.monotonic() - last_write > 20:
-                    write_agent_report(output, meta, records)
-                    last_write = time.monotonic()
-
-            try:
-                await runner.run(tasks, skip=done, on_record=on_record, parallel=parallel)
-            finally:
-                meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                meta["wall_s"] = round(time.monotonic() - started, 1)
-                write_agent_report(output, meta, records)
+        log = RunLog(console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}"))
+        run = partial(runner.run, tasks, skip=done, parallel=parallel)
+        await log.run(run, records, total, meta, partial(write_agent_report, output))
         await runner.aclose()
         return records
     finally:
         await upstream.aclose()
+
+
+def _mark(record: AgentRecord) -> str:
+    return "✓" if record.correct else f"✗ {record.failure}"
+
+
+def _line(r: AgentRecord) -> str:
+    return f"{r.task_id} {r.config} {_mark(r)} {r.llm_calls} call(s) {r.seconds:.1f}s"
 
 
 def show_agent(records: list[AgentRecord], console: Console, *, markdown: bool, title: str) -> None:

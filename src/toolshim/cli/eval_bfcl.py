@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     first_model,
@@ -82,12 +75,8 @@ async def _evaluate(
     upstream = OpenAIUpstream(base_url, api_key=api_key, key=meta_extra.get("upstream_key"))
     try:
         model_name = model or await first_model(upstream)
-        records: list[CaseRecord] = []
-        previous: dict[str, Any] = {}
-        if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
-            previous, records = load_report(output)
-            wanted = {c.id for c in cases}
-            records = [r for r in records if r.case_id in wanted]
+        wanted = {c.id for c in cases}
+        previous, records = resumed(output, resume, load_report, lambda r: r.case_id in wanted)
         runner = EvalRunner(
             upstream,
             model_name,
@@ -125,47 +114,24 @@ async def _evaluate(
             f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
             f"{total} runs to do" + (f" ({len(done)} already in {output})" if done else "")
         )
-        last_write = run_started = time.monotonic()
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-        ) as progress:
-            task = progress.add_task("eval", total=total)
-
-            def on_record(record: CaseRecord) -> None:
-                nonlocal last_write
-                records.append(record)
-                mark = "✓" if record.valid else "✗"
-                progress.update(
-                    task,
-                    advance=1,
-                    description=f"{record.category} {record.config} {mark}",
-                )
-                if not err_console.is_terminal:  # a log file: one line per run instead of a bar
-                    finished = int(progress.tasks[0].completed)
-                    err_console.print(
-                        f"[{finished}/{total}] {record.case_id} {record.config} {mark} "
-                        f"{record.llm_calls} call(s) {record.latency_s:.1f}s",
-                        highlight=False,
-                        markup=False,
-                    )
-                if time.monotonic() - last_write > 20:
-                    write_report(output, meta, records)
-                    last_write = time.monotonic()
-
-            try:
-                await runner.run(cases, skip=done, on_record=on_record, parallel=parallel)
-            finally:
-                meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                meta["wall_s"] = round(time.monotonic() - run_started, 1)
-                write_report(output, meta, records)
+        log = RunLog(err_console, _line, bar=("eval", _progress))
+        run = partial(runner.run, cases, skip=done, parallel=parallel)
+        await log.run(run, records, total, meta, partial(write_report, output))
         return records
     finally:
         await upstream.aclose()
+
+
+def _mark(record: CaseRecord) -> str:
+    return "✓" if record.valid else "✗"
+
+
+def _line(r: CaseRecord) -> str:
+    return f"{r.case_id} {r.config} {_mark(r)} {r.llm_calls} call(s) {r.latency_s:.1f}s"
+
+
+def _progress(r: CaseRecord) -> str:
+    return f"{r.category} {r.config} {_mark(r)}"
 
 
 def run_bfcl_suite(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from toolshim.cli._eval_run import RunLog, resumed
 from toolshim.cli._eval_setup import (
     build_configs,
     err_console,
@@ -74,12 +75,10 @@ async def _evaluate(
     )
     try:
         model_name = model or await first_model(upstream)
-        records: list[MultiTurnRecord] = []
-        previous: dict[str, Any] = {}
-        if resume and output.is_file():  # noqa: ASYNC240 (a stat before any request)
-            previous, records = load_multi_turn_report(output)
-            wanted = {c.id for c in cases}
-            records = [r for r in records if r.case_id in wanted]
+        wanted = {c.id for c in cases}
+        previous, records = resumed(
+            output, resume, load_multi_turn_report, lambda r: r.case_id in wanted
+        )
         runner = MultiTurnRunner(
             upstream, model_name, configs, served_facts=served_facts, **runner_options
         )
@@ -112,38 +111,26 @@ async def _evaluate(
             f"{model_name!r}, {parallel} at a time: {total} runs to do"
             + (f" ({len(done)} already in {output})" if done else "")
         )
-        started = last_write = time.monotonic()
-        finished = 0
-
-        def on_record(record: MultiTurnRecord) -> None:
-            nonlocal last_write, finished
-            records.append(record)
-            finished += 1
-            mark = "✓" if record.valid else f"✗ {record.failure}"
-            err_console.print(
-                f"[{finished}/{total}] {record.case_id} {record.config} {mark}: "
-                f"{record.turns} turn(s), {record.steps} step(s), {record.llm_calls} LLM "
-                f"call(s), {record.prompt_tokens}+{record.completion_tokens} tokens, "
-                f"{record.seconds:.1f}s",
-                highlight=False,
-                markup=False,
-            )
-            if time.monotonic() - last_write > 20:
-                write_multi_turn_report(output, meta, records)
-                last_write = time.monotonic()
-
+        run = partial(runner.run, cases, skip=done, parallel=parallel)
+        write = partial(write_multi_turn_report, output)
+        wall_before = float(previous.get("wall_s") or 0)
         try:
-            await runner.run(cases, skip=done, on_record=on_record, parallel=parallel)
+            await RunLog(err_console, _line).run(run, records, total, meta, write, wall_before)
         finally:
-            meta["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-            meta["wall_s"] = round(
-                float(previous.get("wall_s") or 0) + time.monotonic() - started, 1
-            )
-            write_multi_turn_report(output, meta, records)
             await runner.aclose()
         return records
     finally:
         await upstream.aclose()
+
+
+def _line(record: MultiTurnRecord) -> str:
+    mark = "✓" if record.valid else f"✗ {record.failure}"
+    return (
+        f"{record.case_id} {record.config} {mark}: "
+        f"{record.turns} turn(s), {record.steps} step(s), {record.llm_calls} LLM "
+        f"call(s), {record.prompt_tokens}+{record.completion_tokens} tokens, "
+        f"{record.seconds:.1f}s"
+    )
 
 
 def show_multi_turn(

@@ -20,27 +20,17 @@ import toolshim.engine.driver as steps
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.arguments import drop_undeclared_arguments
-from toolshim.engine.call_checks import (
-    drop_repeats_in_reply,
-    example_copies,
-    made_up_calls,
-    placeholder_problems,
-    repeat_problems,
-    repeat_stops,
-)
-from toolshim.engine.focus import condense_tools, repair_paths
+from toolshim.engine.checks import run_checks
+from toolshim.engine.checks.repeats_in_reply import repeat_stops
+from toolshim.engine.focus import condense_tools
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
 from toolshim.engine.nocalls import answer_without_calls
-from toolshim.engine.quoted import quoted_problems
-from toolshim.engine.steps_ahead import calls_ready, conversation_text, skip_answered
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
-from toolshim.engine.unused_numbers import unused_number_problems
-from toolshim.engine.validate import Verdict, validate_calls
+from toolshim.engine.validate import Verdict
 from toolshim.errors import InvalidRequestError
 from toolshim.types import Completion, Message, ToolCall
 from toolshim.wire.openai_chat import request_to_body
@@ -148,67 +138,10 @@ def tool_call_message(calls: Sequence[ParsedCall]) -> Message:
 def check(
     turn: Turn, calls: Sequence[ParsedCall], finish: str | None = None, *, native: bool = False
 ) -> Verdict:
-    """Check parsed calls against the turn's tools, tool_choice and the dialect's limits (a
-    ``native`` reply is held to the request's rules only, not to the dialect's)."""
-    request = turn.request
-    calls, finish = drop_repeats_in_reply(turn, calls, finish)
-    if turn.one_step and not native and len(calls) > 1:
-        calls = first_step(turn, skip_answered(turn, calls))
-    if turn.one_step and not native:
-        calls, moved = repair_paths(request, calls)
-        for note in moved:
-            turn.warn(note)
-    if not native:
-        calls, dropped = drop_undeclared_arguments(calls, request.function_tools)
-        for warning in dropped:
-            turn.warn(warning)
-    verdict = validate_calls(
-        calls,
-        request.function_tools,
-        request.choice,
-        parallel=request.allows_parallel,
-        max_calls=None if native else turn.dialect.max_calls,
-        truncated=finish == "length",
-    )
-    for warning in verdict.warnings:
-        turn.warn(warning)
-    if native or not verdict.ok or not verdict.calls:
-        return verdict
-    problems = quoted_problems(turn, verdict.calls)
-    if not problems:
-        problems += placeholder_problems(verdict.calls, request.function_tools)
-    if not problems:
-        problems += example_copies(turn, verdict.calls)
-    if not problems:
-        problems += repeat_problems(turn, verdict.calls)
-    if not problems:
-        kept, problems = made_up_calls(turn, verdict.calls)
-        verdict = replace(verdict, calls=tuple(kept))
-    # A cut reply's calls are not re-asked for more; nor a coding agent's step: the numbers
-    # in its message are its environment's (a date, a path), not arguments left out.
-    if not problems and finish != "length" and not turn.one_step:
-        problems += unused_number_problems(turn, verdict.calls)
-    if problems:
-        return replace(verdict, problems=tuple(problems))
-    return verdict
-
-
-def first_step(turn: Turn, calls: Sequence[ParsedCall]) -> Sequence[ParsedCall]:
-    """A coding agent's turn takes its plan's first call and the later ones that need no result
-    yet (:mod:`~toolshim.engine.steps_ahead`); the rest is left for the next turn, when the
-    results are in. The 1.5B wrote a whole chain at once,
-    ``[Read(file_path="config.ini"), Write(file_path="port.txt", content=str(Bash(…)))]``,
-    and wrote it again after each re-ask; its first step alone was right."""
-    ready = calls_ready(calls, conversation_text(turn.request.messages))
-    if len(ready) == len(calls):
-        return ready
-    later = ", ".join(repr(c.name) for c in calls[len(ready) :] if c.name) or "unnamed"
-    kept = ", ".join(repr(c.name) for c in ready)
-    turn.warn(
-        f"one step at a time: kept {kept}; later call(s) {later} left for the next turn, "
-        "once the results they may need are in"
-    )
-    return ready
+    """Check parsed calls against the turn's tools, tool_choice and the dialect's limits: the
+    checks of :mod:`toolshim.engine.checks`, in their order (a ``native`` reply is held to the
+    request's rules only, not to the dialect's)."""
+    return run_checks(turn, calls, finish, native=native)
 
 
 def judge(turn: Turn, text: str, finish: str | None = None) -> tuple[ParsedReply, Verdict]:

@@ -48,10 +48,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.arguments import drop_undeclared_arguments
-from toolshim.engine.call_checks import NUMBER, STEM, placeholder_problems
+from toolshim.engine.checks import CONTINUED, run_checks
+from toolshim.engine.checks.example_copies import NUMBER
+from toolshim.engine.checks.made_up import STEM
 from toolshim.engine.turn import Turn, call_key
-from toolshim.engine.validate import validate_calls
 from toolshim.errors import ToolshimError
 from toolshim.types import Message, Strategy, ToolCall
 
@@ -178,12 +178,11 @@ async def more_calls(
 
 
 def valid_call(turn: Turn, call: ParsedCall) -> ParsedCall | None:
-    """``call`` checked alone against the turn's tools (undeclared arguments dropped, schema,
+    """``call`` checked alone by the checks a continued call must pass
+    (:data:`toolshim.engine.checks.CONTINUED`: undeclared arguments dropped, schema,
     placeholders), or None."""
-    tools = turn.request.function_tools
-    kept, _ = drop_undeclared_arguments([call], tools)
-    verdict = validate_calls(kept, tools, turn.request.choice, parallel=True, max_calls=None)
-    if not verdict.ok or len(verdict.calls) != 1 or placeholder_problems(verdict.calls, tools):
+    verdict = run_checks(turn, [call], continued=True, checks=CONTINUED)
+    if not verdict.ok or len(verdict.calls) != 1:
         return None
     return verdict.calls[0]
 

@@ -90,13 +90,10 @@ class Turn:
     emulated: bool = False
     calls_returned: bool = False
     """Tool calls came back to the caller (the "tool calls emulated" warning needs both)."""
-    repeat_reasked: bool = False
-    """The model was re-asked once already for repeating a call whose result it has."""
-    numbers_reasked: bool = False
-    """The model was re-asked once already for numbers the user gave that no call used."""
-    made_up_calls: frozenset[tuple[str, str]] | None = None
-    """The calls, as :func:`call_key`, of a reply re-asked for values nobody gave (None: no
-    such re-ask yet)."""
+    reasked: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    """The re-ask ledger: each check (:mod:`toolshim.engine.checks`) that asked for a re-ask in
+    this turn, by name, with the calls of the reply it re-asked, as :func:`call_key`. A check
+    that re-asks once looks itself up here."""
     trimmed_reply: str | None = None
     """The last reply as the calls it repeated until ``max_tokens``, written once (what a
     re-ask shows the model of its reply instead of the whole loop); None when not trimmed."""

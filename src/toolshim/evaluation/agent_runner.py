@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolshim.capabilities.registry import Registry
@@ -26,7 +26,7 @@ from toolshim.engine.turn import call_key
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.agent_tasks import AgentTask
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
-from toolshim.evaluation.runner import CountingUpstream, EvalConfig, engines_for, run_jobs
+from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner
 from toolshim.upstreams.base import Upstream
 
 __all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
@@ -37,7 +37,7 @@ NATIVE_MAX_TOKENS = 1024
 
 
 @dataclass
-class AgentRecord:
+class AgentRecord(Record):
     """The outcome of one task under one configuration (a row of the JSON report)."""
 
     task_id: str
@@ -57,14 +57,6 @@ class AgentRecord:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AgentRecord:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
-
 
 @dataclass
 class _Run:
@@ -79,7 +71,7 @@ class _Run:
     finish: str | None = None
 
 
-class AgentRunner:
+class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
     """Runs agent tasks through configurations against one upstream and one model."""
 
     def __init__(
@@ -94,22 +86,21 @@ class AgentRunner:
         max_reasks: int = 2,
         served_facts: Callable[[Registry], object] | None = None,
     ) -> None:
-        self.upstream = CountingUpstream(upstream)
-        self.model = model
-        self.configs = list(dict.fromkeys(configs))
-        if not self.configs:
-            raise ConfigError("no configuration to evaluate", param="config")
-        for config in self.configs:
+        configs = list(configs)
+        for config in configs:
             if config.kind == "bfcl-prompt":
                 raise ConfigError(
                     "the agent suite has no 'bfcl-prompt' baseline (BFCL's prompt is single-turn); "
                     "use native or MODE[:DIALECT[:STRATEGY]]",
                     param="config",
                 )
+        super().__init__(upstream, model, configs, max_reasks, served_facts)
         self.temperature = temperature
         self.max_turns = max_turns
         self.budget = budget
-        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
+
+    async def run_one(self, item: AgentTask, config: EvalConfig) -> AgentRecord:
+        return await self.run_task(item, config)
 
     async def run_task(self, task: AgentTask, config: EvalConfig) -> AgentRecord:
         """One task under one configuration; a failure becomes a failed record."""
@@ -220,29 +211,6 @@ class AgentRunner:
             for c in message.tool_calls
         ]
         return {"content": message.text, "tool_calls": calls}, completion.finish_reason
-
-    async def run(
-        self,
-        tasks: Sequence[AgentTask],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[AgentRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[AgentRecord]:
-        """Every task under every configuration (``skip``: ``(task_id, config label)`` pairs
-        already done), ``parallel`` at a time, calling ``on_record`` after each; the records
-        come back in task order whatever order they finished in."""
-        done = set(skip)
-        jobs = [(t, c) for t in tasks for c in self.configs if (t.id, c.label) not in done]
-        return await run_jobs(jobs, self.run_task, on_record, parallel)
-
-    def pending(self, tasks: Sequence[AgentTask], skip: Iterable[tuple[str, str]] = ()) -> int:
-        done = set(skip)
-        return sum(1 for t in tasks for c in self.configs if (t.id, c.label) not in done)
-
-    async def aclose(self) -> None:
-        for engine in self.engines.values():
-            await engine.aclose()
 
 
 def _failure_kind(task: AgentTask, run: _Run, max_turns: int) -> str:

@@ -26,11 +26,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolshim.capabilities.registry import Registry
-from toolshim.errors import ConfigError, ToolshimError
+from toolshim.errors import ToolshimError
 from toolshim.evaluation.bfcl import load_bfcl
 from toolshim.evaluation.bfcl_multi_turn import (
     MultiTurnCase,
@@ -40,13 +40,7 @@ from toolshim.evaluation.bfcl_multi_turn import (
     load_multi_turn,
     score_multi_turn,
 )
-from toolshim.evaluation.runner import (
-    CountingUpstream,
-    EvalConfig,
-    engines_for,
-    interleave,
-    run_jobs,
-)
+from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner, interleave
 from toolshim.upstreams.base import Upstream
 
 __all__ = ["RESULT_PREVIEW", "MultiTurnRecord", "MultiTurnRunner", "failure_kind"]
@@ -71,7 +65,7 @@ def failure_kind(error_type: str | None) -> str:
 
 
 @dataclass
-class MultiTurnRecord:
+class MultiTurnRecord(Record):
     """One case under one configuration (a row of the JSON report)."""
 
     case_id: str
@@ -100,14 +94,6 @@ class MultiTurnRecord:
     def calls_per_turn(self) -> float:
         return self.llm_calls / self.turns if self.turns else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MultiTurnRecord:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
-
 
 @dataclass
 class _Conversation:
@@ -129,7 +115,7 @@ class _Conversation:
     force_quit: bool = False
 
 
-class MultiTurnRunner:
+class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
     """Runs BFCL multi-turn cases through configurations against one upstream and one model."""
 
     def __init__(
@@ -147,18 +133,16 @@ class MultiTurnRunner:
     ) -> None:
         """``max_steps``: steps a user turn may take before the case is force-quit (None:
         BFCL's own limit, 20); ``budget``: seconds a case may take."""
-        self.upstream = CountingUpstream(upstream)
-        self.model = model
-        self.configs = list(dict.fromkeys(configs))
-        if not self.configs:
-            raise ConfigError("no configuration to evaluate", param="config")
+        super().__init__(upstream, model, configs, max_reasks, served_facts)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_steps = max_steps if max_steps is not None else load_multi_turn().max_steps
         self.budget = budget
-        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
 
-    async def run_case(self, case: MultiTurnCase, config: EvalConfig) -> MultiTurnRecord:
+    def ordered(self, items: Sequence[MultiTurnCase]) -> Sequence[MultiTurnCase]:
+        return interleave(items)
+
+    async def run_one(self, case: MultiTurnCase, config: EvalConfig) -> MultiTurnRecord:
         """One case under one configuration; a failure becomes a failed record."""
         started = time.perf_counter()
         with Simulator(case, config.label) as simulator:
@@ -312,28 +296,3 @@ class MultiTurnRunner:
                 for c in reply_message.tool_calls
             ],
         }
-
-    async def run(
-        self,
-        cases: Sequence[MultiTurnCase],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[MultiTurnRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[MultiTurnRecord]:
-        """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
-        already done), ``parallel`` at a time, cases round-robin across categories and each
-        under every configuration before the next, calling ``on_record`` after each."""
-        done = set(skip)
-        jobs = [
-            (c, k) for c in interleave(cases) for k in self.configs if (c.id, k.label) not in done
-        ]
-        return await run_jobs(jobs, self.run_case, on_record, parallel)
-
-    def pending(self, cases: Sequence[MultiTurnCase], skip: Iterable[tuple[str, str]] = ()) -> int:
-        done = set(skip)
-        return sum(1 for c in cases for k in self.configs if (c.id, k.label) not in done)
-
-    async def aclose(self) -> None:
-        for engine in self.engines.values():
-            await engine.aclose()

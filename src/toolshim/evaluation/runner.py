@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import ANY_UPSTREAM, Registry
@@ -134,8 +134,22 @@ class EvalConfig:
         return "prompt" if self.kind == "bfcl-prompt" else "fc"
 
 
+class Record:
+    """A row of a suite's JSON report (a dataclass), read back with unknown keys left out."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
 @dataclass
-class CaseRecord:
+class CaseRecord(Record):
     """The outcome of one case under one configuration (a row of the JSON report)."""
 
     case_id: str
@@ -159,14 +173,6 @@ class CaseRecord:
     prompt_tokens: int | None = None
     """Prompt tokens over every LLM call of the case, as the upstream counted them."""
     completion_tokens: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CaseRecord:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class CountingUpstream:
@@ -306,7 +312,69 @@ def _fc_output(message: Mapping[str, Any]) -> Any:
     return message.get("content")
 
 
-class EvalRunner:
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_Identified)
+
+
+class SuiteRunner(Generic[Item, R]):
+    """What every suite's runner shares: one counted upstream, one model, the configurations
+    (each once) with their engines, and the runs of items (cases, tasks) under each."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        model: str,
+        configs: Iterable[EvalConfig],
+        max_reasks: int,
+        served_facts: Callable[[Registry], object] | None,
+    ) -> None:
+        self.upstream = CountingUpstream(upstream)
+        self.model = model
+        self.configs = list(dict.fromkeys(configs))
+        if not self.configs:
+            raise ConfigError("no configuration to evaluate", param="config")
+        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
+
+    async def run_one(self, item: Item, config: EvalConfig) -> R:
+        """One item under one configuration; a failure becomes a failed record."""
+        raise NotImplementedError
+
+    def ordered(self, items: Sequence[Item]) -> Sequence[Item]:
+        """The order the items run in: as given, or :func:`interleave`'d."""
+        return items
+
+    async def run(
+        self,
+        items: Sequence[Item],
+        *,
+        skip: Iterable[tuple[str, str]] = (),
+        on_record: Callable[[R], None] | None = None,
+        parallel: int = 1,
+    ) -> list[R]:
+        """Every item (:meth:`ordered`) under every configuration but ``skip``'s ``(item id,
+        config label)`` pairs, ``parallel`` at a time, calling ``on_record`` after each; the
+        records come back in that order whatever order they finished in."""
+        done = set(skip)
+        jobs = [
+            (i, c) for i in self.ordered(items) for c in self.configs if (i.id, c.label) not in done
+        ]
+        return await run_jobs(jobs, self.run_one, on_record, parallel)
+
+    def pending(self, items: Sequence[Item], skip: Iterable[tuple[str, str]] = ()) -> int:
+        """How many (item, configuration) runs are left once ``skip``'s are done."""
+        done = set(skip)
+        return sum(1 for i in items for c in self.configs if (i.id, c.label) not in done)
+
+    async def aclose(self) -> None:
+        for engine in self.engines.values():
+            await engine.aclose()
+
+
+class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
     """Runs cases through configurations against one upstream and one model."""
 
     def __init__(
@@ -322,14 +390,9 @@ class EvalRunner:
     ) -> None:
         """``served_facts`` records the upstream's own facts in a registry (for ``+served``
         configurations), e.g. :meth:`toolshim.local.EmbeddedServer.record_capabilities`."""
-        self.upstream = CountingUpstream(upstream)
-        self.model = model
-        self.configs = list(dict.fromkeys(configs))
-        if not self.configs:
-            raise ConfigError("no configuration to evaluate", param="config")
+        super().__init__(upstream, model, configs, max_reasks, served_facts)
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.engines = engines_for(self.configs, self.upstream, model, max_reasks, served_facts)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature}
@@ -337,7 +400,10 @@ class EvalRunner:
             params["max_tokens"] = self.max_tokens
         return params
 
-    async def run_case(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
+    def ordered(self, items: Sequence[BfclCase]) -> Sequence[BfclCase]:
+        return interleave(items)
+
+    async def run_one(self, case: BfclCase, config: EvalConfig) -> CaseRecord:
         """One case under one configuration; a failed request becomes a failed record."""
         started = time.perf_counter()
         llm_calls = 0
@@ -414,32 +480,6 @@ class EvalRunner:
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
         )
-
-    async def run(
-        self,
-        cases: Sequence[BfclCase],
-        *,
-        skip: Iterable[tuple[str, str]] = (),
-        on_record: Callable[[CaseRecord], None] | None = None,
-        parallel: int = 1,
-    ) -> list[CaseRecord]:
-        """Every case under every configuration (``skip``: ``(case_id, config label)`` pairs
-        already done), ``parallel`` runs at a time, calling ``on_record`` after each; returns
-        the new records in the serial order (cases round-robin across categories, each under
-        every configuration), whatever order they finished in."""
-        done = set(skip)
-        jobs = [
-            (case, config)
-            for case in interleave(cases)
-            for config in self.configs
-            if (case.id, config.label) not in done
-        ]
-        return await run_jobs(jobs, self.run_case, on_record, parallel)
-
-    def pending(self, cases: Sequence[BfclCase], skip: Iterable[tuple[str, str]] = ()) -> int:
-        """How many (case, configuration) runs :meth:`run` would do."""
-        done = set(skip)
-        return sum(1 for c in cases for k in self.configs if (c.id, k.label) not in done)
 
 
 def _message_dict(completion: Completion) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Numbers the user gave that no call uses, while a call leaves out a parameter they could fill.
+"""Check ``unused_numbers``: numbers the user gave that no call uses, while a call leaves out
+a parameter they could fill.
 
 Qwen2.5-Coder-1.5B, asked for three binomial probabilities "with a 0.3 probability of winning
 any given round", called ``prob_dist_binomial(trials=20, successes=5)`` three times without
@@ -16,7 +17,9 @@ The correction names the numbers and the parameters, and asks for the same calls
 numbers are not arguments; whatever comes back is not re-asked for this again. Numbers that
 are parts of words or units are not counted (``COVID19``, ``2nd``, ``m/s^2``). Only the turn's
 first decision is judged (the last message is the user's): after tool results, numbers in the
-question are often answered by the results, not passed on.
+question are often answered by the results, not passed on. Nor is a reply cut by ``max_tokens``,
+nor a coding agent's step: the numbers in its message are its environment's (a date, a path),
+not arguments left out.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.turn import Turn
 from toolshim.types import ToolSpec
 
-__all__ = ["SAID_NUMBER", "unused_number_problems"]
+__all__ = ["CHECK", "NAME", "SAID_NUMBER", "unused_number_problems"]
+
+NAME = "unused_numbers"
 
 SAID_NUMBER = re.compile(
     r"(?<![\w.^/])(-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE]-?\d+)?)(%?)(?![\w^]|\.\d)"
@@ -45,7 +51,7 @@ _MAX_SHOWN = 6
 def unused_number_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     """The re-ask for numbers the user gave that no call uses (see the module docstring)."""
     messages = turn.request.messages
-    if turn.numbers_reasked or not calls or not messages or messages[-1].role != "user":
+    if NAME in turn.reasked or not calls or not messages or messages[-1].role != "user":
         return []
     if turn.request.choice.kind == "none":
         return []
@@ -59,7 +65,6 @@ def unused_number_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]
     left_out = _left_out(calls, turn.request.function_tools)
     if not left_out:
         return []
-    turn.numbers_reasked = True
     shown = ", ".join(unused[:_MAX_SHOWN]) + (", …" if len(unused) > _MAX_SHOWN else "")
     where = ", ".join(f"{p!r} of {t!r}" for t, p in left_out[:_MAX_SHOWN])
     return [
@@ -67,6 +72,16 @@ def unused_number_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]
         f"{where}; if one of those numbers is meant for a parameter left out, add it to each "
         "call it belongs to; if not, write the same calls again"
     ]
+
+
+def _run(reply: CheckedReply) -> Outcome:
+    if reply.finish == "length" or reply.turn.one_step:
+        return PASS
+    problems = unused_number_problems(reply.turn, reply.calls)
+    return Reask(tuple(problems)) if problems else PASS
+
+
+CHECK = Check(NAME, _run)
 
 
 def _said(text: str) -> Iterator[tuple[str, tuple[float, ...]]]:

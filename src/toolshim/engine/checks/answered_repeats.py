@@ -1,0 +1,82 @@
+"""Check ``answered_repeats``: a call whose result the conversation holds is re-asked once.
+
+A call whose result the conversation already holds is re-asked once, with that result
+quoted ("you already have this result …: answer the user or call something else"). If the
+model writes it again under ``tool_choice: "auto"``, the answer is asked for without tools,
+from the results (:attr:`Turn.answer_now`); a forced ``tool_choice`` returns the call (polling
+the same tool can be what is meant), with the warning the engine adds for any repeat.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
+from toolshim.engine.files_named import untouched_since_request
+from toolshim.engine.history import is_error_result
+from toolshim.engine.next_file import reading_call
+from toolshim.engine.turn import Turn, call_key
+
+__all__ = ["CHECK", "NAME", "repeat_problems"]
+
+NAME = "answered_repeats"
+_RESULT_QUOTE = 1500
+"""Characters of an earlier result quoted in the re-ask (the rest is elided)."""
+
+
+def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
+    """The re-ask for calls whose results the conversation holds (see the module docstring)."""
+    if turn.request.choice.kind != "auto" or not turn.answered_results:
+        return []
+    repeated = [
+        (call, turn.answered_results[key])
+        for call in calls
+        if (key := call_key(call.name, call.arguments_json)) in turn.answered_results
+    ]
+    if not repeated:
+        return []
+    if NAME in turn.reasked:
+        turn.answer_now = True
+        turn.warn(
+            "the model repeated a call whose result it already had, after being told so; "
+            "answered from the results without tools"
+        )
+        return []
+    problems = []
+    for call, result in repeated:
+        shown = json.dumps(call.arguments, ensure_ascii=False)
+        quoted = result if len(result) <= _RESULT_QUOTE else result[: _RESULT_QUOTE - 3] + "..."
+        if is_error_result(result):
+            # BFCL's multi-turn file system: the 0.5B repeated a failed cat() where a cd()
+            # first would have fixed it, and was told to answer with the error.
+            problems.append(
+                f"you already called {call.name}({shown}) and it failed: {quoted!r}. The same "
+                "call fails the same way: change its arguments, or first make the call that "
+                "fixes what the error says (the folder to move to, the value to look up)"
+            )
+            continue
+        problems.append(
+            f"you already called {call.name}({shown}) and have its result: {quoted!r}. Do not "
+            "call it again: answer the user's question with this result now, or call a "
+            "different tool if you still need something else"
+        )
+    if turn.one_step:  # a coding agent: say which named files are still to look at
+        untouched = untouched_since_request(turn.request.messages)
+        read = reading_call(turn.request, turn.dialect)
+        if untouched:
+            problems.append(
+                f"the request names files no call has used yet: {', '.join(untouched)}; "
+                "the next step is likely with one of them"
+                + (f", for example: {read}" if read else "")
+            )
+    return problems
+
+
+def _run(reply: CheckedReply) -> Outcome:
+    problems = repeat_problems(reply.turn, reply.calls)
+    return Reask(tuple(problems)) if problems else PASS
+
+
+CHECK = Check(NAME, _run)

@@ -851,3 +851,26 @@ async def test_a_count_written_before_any_command_ran_is_opened_as_the_command()
     (call,) = completion.message.tool_calls
     assert json.loads(call.arguments) == {"command": "wc -l < data.txt"}
     assert any("no command had computed" in w for w in completion.meta.warnings)
+
+
+async def test_a_string_the_opened_step_left_open_is_closed_before_the_call_ends() -> None:
+    """Opened at new_string, the 1.5B ended with ``+ \\"!\\")]``: its string never closed."""
+    seen: list[dict[str, Any]] = []
+    edit = tool(
+        "Edit",
+        "Edits a file.",
+        file_path={"type": "string"},
+        old_string={"type": "string"},
+        new_string={"type": "string"},
+    )
+    edit["function"]["parameters"]["required"] = ["file_path", "old_string", "new_string"]
+    upstream = FunctionUpstream(
+        prefilling("Change nam to name.", 'port = 8421", new_string="port = 9000)]', seen)
+    )
+    body = after_read([*FILE_TOOLS, edit])
+    body["messages"][0]["content"] = "Fix config.ini: its port must be 9000"
+    completion = await coding_engine(upstream).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert call.name == "Edit"
+    assert seen[-1]["messages"][-1]["content"].endswith('old_string="')
+    assert json.loads(call.arguments)["new_string"] == "port = 9000"

@@ -292,6 +292,12 @@ async def _opened_step(
     if text.startswith(prefill):  # llama.cpp returns the prefill with its continuation
         text = text[len(prefill) :]
     parsed = turn.dialect.parse(prefill + text, turn.request.function_tools, markup=turn.markup)
+    closing = re.search(r"\)\]\s*\Z", text)
+    if not parsed.calls and prefill.endswith('"') and closing:
+        # The string the opening left open, not closed before ``)]``: the 1.5B wrote
+        # ``new_string="    return \"Hello, \" + name + \"!\")]``.
+        closed = f'{prefill}{text[: closing.start()]}"{text[closing.start() :]}'
+        parsed = turn.dialect.parse(closed, turn.request.function_tools, markup=turn.markup)
     # The model writes its plan again from the top: its first call it has no result for.
     answered = turn.answered_results
     fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]

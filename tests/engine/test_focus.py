@@ -874,3 +874,26 @@ async def test_a_string_the_opened_step_left_open_is_closed_before_the_call_ends
     assert call.name == "Edit"
     assert seen[-1]["messages"][-1]["content"].endswith('old_string="')
     assert json.loads(call.arguments)["new_string"] == "port = 9000"
+
+
+async def test_a_count_whose_command_failed_is_opened_as_a_command_again() -> None:
+    seen: list[dict[str, Any]] = []
+    bash = tool("Bash", "Runs a command.", command={"type": "string"})
+    bash["function"]["parameters"]["required"] = ["command"]
+    upstream = FunctionUpstream(prefilling("The sum is 14.", 'awk 1 numbers.txt")]', seen))
+    body = after_read([*FILE_TOOLS, bash])
+    body["messages"][0]["content"] = (
+        "numbers.txt has one number per line. Write their sum into sum.txt"
+    )
+    failed = {"name": "Bash", "arguments": '{"command": "echo $(awk numbers.txt"}'}
+    body["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c2", "type": "function", "function": failed}],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: This command requires approval"},
+    ]
+    completion = await coding_engine(upstream).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert call.name == "Bash" and seen[-1]["messages"][-1]["content"] == '[Bash(command="'

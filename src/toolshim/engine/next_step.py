@@ -27,6 +27,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import untagged
+from toolshim.engine.history import is_error_result
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_call import pending_tools
@@ -72,13 +73,19 @@ COMPUTE_ASKED = re.compile(
 
 
 def _command_ran(turn: Turn) -> bool:
-    """A shell call has been made since the request (the count it asked for is in a result:
-    the 1.5B ran ``grep -c``, then, opened as a command again, ran it again)."""
+    """A shell call has been made since the request and did not fail (the count it asked for
+    is in a result: the 1.5B ran ``grep -c``, then, opened as a command again, ran it again)."""
     messages = turn.request.messages
     index = max(
         (i for i, m in enumerate(messages) if m.role == "user" and m.text.strip()), default=-1
     )
-    return any(c.name.lower() in _SHELL_TOOLS for m in messages[index + 1 :] for c in m.tool_calls)
+    after = messages[index + 1 :]
+    # A command that failed computed nothing (the 1.5B's unbalanced ``echo $(awk …`` was
+    # refused; taken as run, the sum was opened as a write and it wrote 14 for 50).
+    failed = {m.tool_call_id for m in after if m.role == "tool" and is_error_result(m.text)}
+    return any(
+        c.name.lower() in _SHELL_TOOLS and c.id not in failed for m in after for c in m.tool_calls
+    )
 
 
 def _request_text(turn: Turn) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_focus import prefilling
 from toolshim.capabilities import Registry, Source
 from toolshim.engine import Engine
 from toolshim.engine.next_call import pending_tools
@@ -86,15 +87,6 @@ def body(result: str) -> dict[str, Any]:
     }
 
 
-def continuing(answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
-    def reply(request: dict[str, Any]) -> str:
-        seen.append(request)
-        last = request["messages"][-1]
-        return last["content"] + continued if last["role"] == "assistant" else answer
-
-    return reply
-
-
 def engine(upstream: FunctionUpstream) -> Engine:
     built = Engine(upstream, mode="force", dialect="hermes", registry=Registry())
     built.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
@@ -106,7 +98,7 @@ async def test_an_answer_where_the_chain_goes_on_is_opened_as_the_pending_call(
     stream: bool,
 ) -> None:
     seen: list[dict[str, Any]] = []
-    reply = continuing("alice's user id is u-17.", '{"user_id": "u-17"}}\n</tool_call>', seen)
+    reply = prefilling("alice's user id is u-17.", '{"user_id": "u-17"}}\n</tool_call>', seen)
     shim = engine(FunctionUpstream(reply))
     request = body("User alice has id u-17")
     if stream:
@@ -126,7 +118,7 @@ async def test_an_answer_where_the_chain_goes_on_is_opened_as_the_pending_call(
 
 async def test_a_pending_call_with_a_value_nobody_said_leaves_the_answer() -> None:
     seen: list[dict[str, Any]] = []
-    reply = continuing("alice's user id is u-17.", '{"user_id": "u-99"}}\n</tool_call>', seen)
+    reply = prefilling("alice's user id is u-17.", '{"user_id": "u-99"}}\n</tool_call>', seen)
     completion = await engine(FunctionUpstream(reply)).acomplete(body("User alice has id u-17"))
     assert completion.message.content == "alice's user id is u-17." and len(seen) == 2
 

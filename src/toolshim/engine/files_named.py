@@ -17,7 +17,13 @@ from collections.abc import Iterable, Sequence
 
 from toolshim.types import Message
 
-__all__ = ["files_named", "untagged", "untouched_files", "untouched_since_request"]
+__all__ = [
+    "files_named",
+    "request_index",
+    "untagged",
+    "untouched_files",
+    "untouched_since_request",
+]
 
 _NAME = re.compile(
     r"(?<![\w/.@:-])"  # not inside a longer path, address or URL
@@ -68,10 +74,9 @@ def _mentions(arguments: str, name: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", arguments) is not None
 
 
-def untouched_since_request(messages: Sequence[Message]) -> list[str]:
-    """The files the last user message with text names that no call after it has used (a call
-    whose result says the file does not exist has not used it)."""
-    index = next(
+def request_index(messages: Sequence[Message]) -> int | None:
+    """The index of the last user message with text (the request), or None."""
+    return next(
         (
             i
             for i in range(len(messages) - 1, -1, -1)
@@ -79,6 +84,12 @@ def untouched_since_request(messages: Sequence[Message]) -> list[str]:
         ),
         None,
     )
+
+
+def untouched_since_request(messages: Sequence[Message]) -> list[str]:
+    """The files the last user message with text names that no call after it has used (a call
+    whose result says the file does not exist has not used it)."""
+    index = request_index(messages)
     if index is None:
         return []
     after = messages[index + 1 :]

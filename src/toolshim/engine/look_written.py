@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from toolshim.dialects.calls import ParsedCall
 from toolshim.engine.client_tools import SHELL_TOOLS
-from toolshim.engine.files_named import files_named, untagged
+from toolshim.engine.files_named import files_named, request_index, untagged
 from toolshim.types import Message, ToolCall
 
 __all__ = ["look_call", "looked_content"]
@@ -32,29 +32,19 @@ _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\s*(?!&)(['\"]?)([^\s'\"|;&<>()]+)\1
 _LITERAL = re.compile(r"\A\s*(?:(?:echo|printf)\s[^$`|;&]*|cat\s*>[^|;&]*<<[^|;&]*)\Z", re.S)
 
 
-def _request_index(messages: Sequence[Message]) -> int | None:
-    return next(
-        (
-            i
-            for i in range(len(messages) - 1, -1, -1)
-            if messages[i].role == "user" and messages[i].text.strip()
-        ),
-        None,
-    )
-
-
 def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
     """The file the last call looked at (:func:`look_call`'s look, or any ``cat``) after a
     computed command wrote it (its path as the command wrote it), and what the result shows
     it holds; else None."""
-    index = _request_index(messages)
+    index = request_index(messages)
     if index is None or not messages or messages[-1].role != "tool":
         return None
     named = {name.rsplit("/", 1)[-1] for name in files_named(untagged(messages[index].text))}
     calls = [c for m in messages[index + 1 :] for c in m.tool_calls]
     if len(calls) < 2 or calls[-1].id != messages[-1].tool_call_id:
         return None
-    looked = _command(calls[-1])
+    shown = _command(calls[-1])
+    looked = shown[0] if shown else None
     written = next(
         (w for c in reversed(calls[:-1]) if (w := _computed_target(c, named)) is not None), None
     )
@@ -73,7 +63,8 @@ def looked_content(messages: Sequence[Message]) -> tuple[str, str] | None:
     return written[0], content
 
 
-def _command(call: ToolCall) -> str | None:
+def _command(call: ToolCall) -> tuple[str, str, dict[str, object]] | None:
+    """A shell call's command, its key and its arguments; None for any other call."""
     if call.name.lower() not in SHELL_TOOLS:
         return None
     try:
@@ -82,15 +73,16 @@ def _command(call: ToolCall) -> str | None:
         return None
     if not isinstance(arguments, dict):
         return None
-    value = next((arguments[k] for k in _COMMAND_KEYS if k in arguments), None)
+    key = next((k for k in _COMMAND_KEYS if k in arguments), None)
+    value = arguments[key] if key else None
     command = value[-1] if isinstance(value, list) and value else value
-    return command if isinstance(command, str) else None
+    return (command, key, arguments) if key and isinstance(command, str) else None
 
 
 def look_call(messages: Sequence[Message]) -> ParsedCall | None:
     """``cat`` of the file the request names that the last computed command since the request
     wrote, in that command's tool, when no call has named it since; else None."""
-    index = _request_index(messages)
+    index = request_index(messages)
     if index is None:
         return None
     named = {name.rsplit("/", 1)[-1] for name in files_named(untagged(messages[index].text))}
@@ -121,21 +113,10 @@ def _computed_target(
 ) -> tuple[str, str, dict[str, object], str] | None:
     """The named file a shell call's computed command writes, its command's key, its
     arguments and its command; None for any other call."""
-    if call.name.lower() not in SHELL_TOOLS:
+    found = _command(call)
+    if found is None or _LITERAL.match(found[0]):
         return None
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except ValueError:
-        return None
-    if not isinstance(arguments, dict):
-        return None
-    key = next((k for k in _COMMAND_KEYS if k in arguments), None)
-    if key is None:
-        return None
-    value = arguments[key]
-    command = value[-1] if isinstance(value, list) and value else value
-    if not isinstance(command, str) or _LITERAL.match(command):
-        return None
+    command, key, arguments = found
     targets = [m.group(2) for m in _REDIRECT.finditer(command)]
     target = next((t for t in reversed(targets) if t.rsplit("/", 1)[-1] in named), None)
     return (target, key, arguments, command) if target else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from toolshim.engine.files_named import request_index
 from toolshim.types import Message, ToolSpec
 
 __all__ = ["pending_tools"]
@@ -49,14 +50,7 @@ def _question_words(text: str) -> tuple[set[str], set[str]]:
 def pending_tools(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The offered tools the last question asks for by a word of their name that no call
     since it has used, when results have come in since it; most words in common first."""
-    index = next(
-        (
-            i
-            for i in range(len(messages) - 1, -1, -1)
-            if messages[i].role == "user" and messages[i].text.strip()
-        ),
-        None,
-    )
+    index = request_index(messages)
     if index is None:
         return []
     after = messages[index + 1 :]

@@ -92,6 +92,7 @@ def _names_files(arguments: Any) -> bool:
 
 
 def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, and every other scalar as its JSON text."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
@@ -100,6 +101,8 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
+    elif value is not None and not isinstance(value, bool):
+        yield json.dumps(value)
 
 
 def _is_shell(call: ParsedCall) -> bool:
@@ -117,13 +120,5 @@ def all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:
 
 
 def _tokens(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield from _TOKEN.findall(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tokens(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _tokens(item)
-    elif value is not None and not isinstance(value, bool):
-        yield from _TOKEN.findall(json.dumps(value))
+    for text in _strings(value):
+        yield from _TOKEN.findall(text)

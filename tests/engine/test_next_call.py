@@ -128,3 +128,21 @@ async def test_without_continuation_nothing_is_opened() -> None:
     plain = Engine(upstream, mode="force", dialect="hermes", registry=Registry())
     completion = await plain.acomplete(body("User alice has id u-17"))
     assert completion.message.content == "alice's user id is u-17." and len(upstream.history) == 1
+
+
+def test_a_tool_whose_call_failed_is_still_pending() -> None:
+    """The 0.5B called list_orders("alice") first, then find_user, then answered with the id."""
+    messages = (
+        Message("user", "What are alice's orders?"),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall("c1", "list_orders", '{"user_id": "alice"}'),
+                ToolCall("c2", "find_user", '{"username": "alice"}'),
+            ),
+        ),
+        Message("tool", "error: unknown user id 'alice'", tool_call_id="c1"),
+        Message("tool", "User alice has id u-17", tool_call_id="c2"),
+    )
+    assert names(pending_tools(messages, TOOLS))[0] == "list_orders"

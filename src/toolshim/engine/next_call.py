@@ -6,7 +6,8 @@ alice's orders, the 1.5B called ``find_user("alice")``, got ``u-17`` and answere
 user id is u-17", never calling ``list_orders``; asked for the weather in Egypt's capital, the
 0.5B answered "The capital of Egypt is Cairo." A tool the question asks for by name (a word
 of its name, ``orders`` of ``list_orders``, ``weather`` of ``get_weather``) that no call since
-the question has used is a step still to take (:func:`pending_tools`). Where the turn would
+the question has used, or only with an error for its result, is a step still to take
+(:func:`pending_tools`). Where the turn would
 end in text, the reply is handed back opened as that tool's call (on an upstream that
 continues an assistant message); the call the model writes there is returned when it is
 valid and every value it holds was said (by the user or a result), else the answer stands.
@@ -19,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from toolshim.engine.files_named import request_index
+from toolshim.engine.history import is_error_result
 from toolshim.types import Message, ToolSpec
 
 __all__ = ["pending_tools"]
@@ -56,7 +58,11 @@ def pending_tools(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> lis
     after = messages[index + 1 :]
     if not any(m.role in ("tool", "function") for m in after):
         return []
-    called = {c.name for m in after for c in m.tool_calls}
+    # A call whose result is an error has not done its job: the 0.5B called
+    # list_orders(user_id="alice"), got "user ids look like 'u-17'", then find_user, and
+    # answered with alice's id.
+    failed = {m.tool_call_id for m in after if m.role == "tool" and is_error_result(m.text)}
+    called = {c.name for m in after for c in m.tool_calls if c.id not in failed}
     said, singular = _question_words(messages[index].text)
     ranked = []
     for i, tool in enumerate(tools):

@@ -30,7 +30,6 @@ from toolshim.engine.files_named import untagged
 from toolshim.engine.history import is_error_result
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
-from toolshim.engine.next_call import pending_tools
 from toolshim.engine.next_file import (
     command_opening,
     editing_opening,
@@ -40,7 +39,6 @@ from toolshim.engine.next_file import (
     shell_only,
     writing_opening,
 )
-from toolshim.engine.steps_ahead import all_said, conversation_text
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -140,18 +138,14 @@ def action_left(turn: Turn) -> bool:
 
 
 def tries_next_step(turn: Turn) -> bool:
-    """Whether a text answer of this turn is handed back opened as a call (the docstring; for
-    an application's agent, :mod:`.next_call`)."""
+    """Whether a text answer of this turn is handed back opened as a call (the docstring)."""
     return (
-        turn.prefill
+        turn.one_step
+        and turn.prefill
         and not turn.constrained
         and turn.request.choice.kind == "auto"
         and turn.dialect.call_opening() is not None
-        and (
-            action_left(turn)
-            if turn.one_step
-            else bool(pending_tools(turn.request.messages, turn.request.function_tools))
-        )
+        and action_left(turn)
     )
 
 
@@ -165,8 +159,6 @@ async def next_step(
     docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
     upstream body. An ``answer`` that gives a whole file's new content is made the call that
     writes it instead, without asking (:mod:`~toolshim.engine.code_answer`)."""
-    if not turn.one_step:
-        return await _pending_step(turn, extra, body)
     looked = looked_content(turn.request.messages)
     if looked is not None:
         return await _content_step(turn, extra, body, answer, looked)
@@ -309,28 +301,6 @@ async def _opened_step(
     answered = turn.answered_results
     fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
     return valid_call(turn, finished_call(fresh[0])) if fresh else None
-
-
-async def _pending_step(
-    turn: Turn,
-    extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
-) -> ParsedCall | None:
-    """An application's agent: the reply opened as the call of the tool the question still
-    asks for (:func:`~toolshim.engine.next_call.pending_tools`), kept when every value in it
-    was said."""
-    pending = pending_tools(turn.request.messages, turn.request.function_tools)
-    prefill = turn.dialect.call_opening(pending[0].name) if pending else None
-    if prefill is None:
-        return None
-    call = await _opened_step(turn, extra, body, prefill)
-    if call is None or not all_said(call.arguments, conversation_text(turn.request.messages)):
-        return None
-    turn.warn(
-        f"the model answered after results where the question still asks for {call.name!r}; "
-        "opened as its call, it wrote it"
-    )
-    return call
 
 
 _PRINTING = re.compile(r"\A\s*(?:echo|printf)\b[^>|]*\Z")

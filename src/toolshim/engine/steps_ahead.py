@@ -41,7 +41,7 @@ from toolshim.engine.files_named import files_named
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
-__all__ = ["all_said", "calls_ready", "conversation_text", "skip_answered"]
+__all__ = ["calls_ready", "conversation_text", "skip_answered"]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:[.'-][A-Za-z0-9_]+)*")
 _RUN_TIME = re.compile(r"\$\?|\$\(|`")
@@ -75,7 +75,7 @@ def calls_ready(calls: Sequence[ParsedCall], said: str) -> list[ParsedCall]:
     ready = list(calls[:1])
     for call in calls[1:]:
         shell = _is_shell(call)
-        if call.problem is not None or not all_said(call.arguments, said, shell):
+        if call.problem is not None or not _all_said(call.arguments, said, shell):
             break
         text = json.dumps(call.arguments)
         if shell and ("$?" in text or (_RUN_TIME.search(text) and any(map(_is_shell, ready)))):
@@ -111,7 +111,7 @@ def _is_shell(call: ParsedCall) -> bool:
     return call.name.lower() in SHELL_TOOLS
 
 
-def all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:
+def _all_said(arguments: Any, said: str, numbers_only: bool = False) -> bool:
     return all(
         token.lower() in said
         for token in _tokens(arguments)

@@ -26,7 +26,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
-from toolshim.engine.files_named import untagged
+from toolshim.engine.files_named import request_index, untagged
 from toolshim.engine.history import is_error_result
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
@@ -74,10 +74,8 @@ def _command_ran(turn: Turn) -> bool:
     """A shell call has been made since the request and did not fail (the count it asked for
     is in a result: the 1.5B ran ``grep -c``, then, opened as a command again, ran it again)."""
     messages = turn.request.messages
-    index = max(
-        (i for i, m in enumerate(messages) if m.role == "user" and m.text.strip()), default=-1
-    )
-    after = messages[index + 1 :]
+    index = request_index(messages)
+    after = messages[(-1 if index is None else index) + 1 :]
     # A command that failed computed nothing (the 1.5B's unbalanced ``echo $(awk …`` was
     # refused; taken as run, the sum was opened as a write and it wrote 14 for 50).
     failed = {m.tool_call_id for m in after if m.role == "tool" and is_error_result(m.text)}
@@ -228,10 +226,7 @@ async def _content_step(
     if path is None or not answer.strip():
         return None
     question = CONTENT_QUESTION.format(name=path.rsplit("/", 1)[-1])
-    request = dict(body((*extra, Message("assistant", answer), Message("user", question))))
-    limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
-    caller = request.get(limit)
-    request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
+    request = _bounded(body((*extra, Message("assistant", answer), Message("user", question))))
     try:
         completion = await turn.call(request)
     except ToolshimError as exc:
@@ -258,13 +253,20 @@ async def _content_step(
     return call
 
 
+def _bounded(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with its output tokens held to :data:`_MAX_TOKENS`."""
+    request = dict(body)
+    limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
+    caller = request.get(limit)
+    request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
+    return request
+
+
 def _request_and_results(turn: Turn) -> str:
     """The user's last request (its own words) and the results since it."""
     messages = turn.request.messages
-    index = max(
-        (i for i, m in enumerate(messages) if m.role == "user" and m.text.strip()), default=-1
-    )
-    if index < 0:
+    index = request_index(messages)
+    if index is None:
         return ""
     texts = [untagged(messages[index].text)]
     texts += [m.text for m in messages[index + 1 :] if m.role in ("tool", "function")]
@@ -278,10 +280,7 @@ async def _opened_step(
     prefill: str,
 ) -> ParsedCall | None:
     """The first valid call the model writes after ``prefill``, one it has no result for."""
-    request = dict(body((*extra, Message("assistant", prefill))))
-    limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
-    caller = request.get(limit)
-    request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
+    request = _bounded(body((*extra, Message("assistant", prefill))))
     try:
         completion = await turn.call(request)
     except ToolshimError as exc:  # the text answer stands

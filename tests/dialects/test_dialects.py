@@ -158,6 +158,21 @@ def test_pythonic_shows_signatures_and_writes_python() -> None:
     assert dialect.parse("[]", TOOLS).declined
 
 
+@pytest.mark.parametrize(
+    ("reply", "city"),
+    [
+        ("[get_weather(“Paris”)]", "Paris"),  # the 1.5B, handed "[list_orders(" to continue
+        ("[get_weather(city=‘Oslo’)]", "Oslo"),
+        ('[get_weather(city="Rock ’n’ Roll town")]', "Rock ’n’ Roll town"),  # valid as it is
+    ],
+)
+def test_pythonic_reads_strings_between_typographic_quotes(reply: str, city: str) -> None:
+    parsed = PythonicDialect().parse(reply, TOOLS)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("get_weather", {"city": city})]
+    # Prose with typographic quotes stays prose.
+    assert not PythonicDialect().parse("He said “get_weather” twice.", TOOLS).calls
+
+
 def test_history_with_broken_arguments_still_renders() -> None:
     broken = ToolCall("c1", "run_code", arguments="{not json")
     for name in available_dialects():

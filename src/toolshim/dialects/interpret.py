@@ -11,6 +11,7 @@ OpenAI's ``{"type": "function", "function": {...}}``, ``{"tool_calls": [...]}``,
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -269,6 +270,9 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
     is not mistaken for calls); otherwise unknown names come back for the re-ask.
     """
     found = _ast_calls(source)
+    if found is None and (straight := _straight_quoted(source)) is not None:
+        source = straight
+        found = _ast_calls(source)
     if found is None:
         found = _scanned_calls(source)
     if not found:
@@ -342,6 +346,20 @@ def call_list_problem(source: str) -> str | None:
         f"the list of calls also holds {shown}, which is not a call; write every argument "
         "inside its call's parentheses, as name=value"
     )
+
+
+_CURLY_STRING = re.compile(r"“([^“”\"\\\n]*)”|‘([^‘’'\\\n]*)’")
+"""A string between typographic quotes: the 1.5B, handed ``[list_orders(`` to continue,
+wrote ``[list_orders(“u-17”)]``."""
+
+
+def _straight_quoted(source: str) -> str | None:
+    """``source`` with its strings between typographic quotes in straight ones, or None when
+    it has none."""
+    straight = _CURLY_STRING.sub(
+        lambda m: json.dumps(m.group(1) if m.group(1) is not None else m.group(2)), source
+    )
+    return straight if straight != source else None
 
 
 def _ast_calls(source: str) -> list[tuple[str, ast.Call]] | None:

@@ -74,11 +74,10 @@ class Answer:
         except ToolshimError as exc:
             with_meta(exc, turn)
             raise
-        turn.calls_returned = bool(completion.tool_calls)
         legacy = turn.request.legacy_functions
         if legacy and len(completion.tool_calls) > 1:
             turn.warn(dropped_calls_warning(len(completion.tool_calls)))
-        turn.warn_repeats((c.name, c.arguments) for c in completion.tool_calls)
+        turn.returned(completion.tool_calls)
         return replace(
             completion, usage=turn.usage or completion.usage, meta=turn.meta(), legacy=legacy
         )

@@ -37,6 +37,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
+from toolshim.engine.plans import tries_planned_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError
@@ -315,7 +316,7 @@ def _quoted_question(turn: Turn) -> str:
 def driver_for(turn: Turn) -> TurnDriver:
     """The driver of an emulated turn that offers tools."""
     confirm = None
-    opens = tries_next_step(turn)
+    opens = tries_next_step(turn) or tries_planned_step(turn)
     look: ParsedCall | None = None
     if not opens and turn.one_step and turn.results_in and turn.request.choice.kind == "auto":
         if looked_content(turn.request.messages) is not None:

@@ -38,6 +38,7 @@ from toolshim.engine.focus import (
     schema_size,
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
+from toolshim.engine.plans import PlanMemory
 from toolshim.engine.result_headers import brief_results, brief_results_warning
 from toolshim.engine.routes import Route, strip_body
 from toolshim.engine.turn import Turn
@@ -123,6 +124,8 @@ class Engine:
         """Store what an upstream's tools rejection teaches (False: act on it in this process
         only, for :data:`REJECTION_MEMORY` seconds; the registry is left as it is)."""
         self._rejected: dict[str, float] = {}
+        self.plans = PlanMemory()
+        """Steps models planned and toolshim held back (:mod:`toolshim.engine.plans`)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -289,6 +292,8 @@ class Engine:
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
+            planned=self.plans.pending(chat.messages),
+            plans=self.plans,
         )
         for note in schema_notes:
             turn.warn(note)

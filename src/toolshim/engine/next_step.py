@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.checks.made_up import made_up_calls
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
@@ -39,6 +40,7 @@ from toolshim.engine.next_file import (
     shell_only,
     writing_opening,
 )
+from toolshim.engine.plans import planned_opening, planned_warning, tries_planned_step
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -156,7 +158,17 @@ async def next_step(
     """The call the model writes when its reply is opened as one, or None (see the module
     docstring). ``extra``: the driver's messages after the history; ``body(extra)`` builds the
     upstream body. An ``answer`` that gives a whole file's new content is made the call that
-    writes it instead, without asking (:mod:`~toolshim.engine.code_answer`)."""
+    writes it instead, without asking (:mod:`~toolshim.engine.code_answer`). A step of the
+    model's own plan left (:mod:`.plans`) is opened first."""
+    opening = planned_opening(turn)
+    if opening is not None:
+        call = await _opened_step(turn, extra, body, opening[1])
+        # Its values must be in the conversation now: what it waited for is.
+        if call is not None and made_up_calls(turn, [call]) == ([call], []):
+            turn.warn(planned_warning(opening[0], call.name))
+            return call
+    if not turn.one_step:
+        return None  # opened for its plan alone
     looked = looked_content(turn.request.messages)
     if looked is not None:
         return await _content_step(turn, extra, body, answer, looked)
@@ -378,6 +390,6 @@ async def step_before_giving_up(
     it had the result of, after being told), the next step instead, when one is left
     (:func:`tries_next_step`): the 1.5B read calc.py, then wrote its plan again twice and,
     answered without tools, said the fix ("change it to ``return a + b``") instead of making it."""
-    if not tries_next_step(turn):
+    if not (tries_next_step(turn) or tries_planned_step(turn)):
         return None
     return await next_step(turn, extra, body, answer)

@@ -96,8 +96,7 @@ async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[Strea
         made = calls.tool_calls()
         if legacy and len(made) > 1:
             turn.warn(dropped_calls_warning(len(made)))
-        turn.warn_repeats((call.name, call.arguments) for call in made)
-        turn.calls_returned = bool(made)
+        turn.returned(made)
         if previous is None:
             last = StreamChunk(meta=turn.meta())
         else:

@@ -6,14 +6,14 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.errors import ToolshimError
-from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, Usage
+from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, ToolCall, Usage
 from toolshim.upstreams.base import Upstream
 from toolshim.wire.openai_chat import completion_from_dict
 
@@ -101,6 +101,13 @@ class Turn:
     """Set when the model repeated an answered call after that re-ask, or made up another
     call after being told its values were nobody's: the answer is asked for without tools
     (``auto`` only)."""
+    planned: tuple[str, ...] = ()
+    """Steps the model planned earlier in this request's conversation and toolshim held back,
+    not taken yet (:mod:`toolshim.engine.plans`): an answer is opened as the first one's call."""
+    plans: Any = None
+    """The engine's :class:`~toolshim.engine.plans.PlanMemory`, told what this turn holds back."""
+    held_back: list[str] = field(default_factory=list)
+    """The names of the calls held back from this turn's reply (:mod:`.checks.made_up`)."""
     warnings: list[str] = field(default_factory=list)
     usage: Usage | None = None
     upstream_seconds: float = 0.0
@@ -167,6 +174,15 @@ class Turn:
             if len(shown) > 200:
                 shown = shown[:197] + "..."
             self.warn(f"repeats {name}({shown}) whose result is already in the conversation")
+
+    def returned(self, calls: Sequence[ToolCall]) -> None:
+        """``calls`` go to the caller: warn about repeats, and remember what was held back
+        beside them (:mod:`toolshim.engine.plans`)."""
+        self.calls_returned = bool(calls)
+        made = [(c.name, c.arguments) for c in calls]
+        self.warn_repeats(made)
+        if self.held_back and self.plans is not None:
+            self.plans.remember(self.request.messages, made, self.held_back)
 
     def mark_emulated(self) -> None:
         self.emulated = True

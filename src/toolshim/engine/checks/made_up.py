@@ -209,6 +209,7 @@ def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -
     if not made_up or len(made_up) == len(calls):
         return list(calls)
     for i in made_up:
+        turn.held_back.append(calls[i].name)
         turn.warn(
             f"held back {calls[i].name}({', '.join(made_up[i])}): none of its values is in "
             "the conversation yet (it needs a result of the calls returned with it)"

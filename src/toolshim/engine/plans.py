@@ -1,0 +1,134 @@
+"""The steps a model planned and toolshim held back, remembered until their inputs are in.
+
+Asked which orders alice has, the 1.5B writes ``find_user(username="alice")`` and
+``list_orders(user_id="12345")`` in one reply. The second is held back (:mod:`.checks.made_up`:
+its id is nobody's yet) on the promise that the model asks for it again once the first result
+is in. It does not: given ``u-17``, it answers "alice has the user id u-17" (4 of its 6 failed
+two-call chains on the agent suite, and the three-call chains too).
+
+So the engine remembers each held-back step under the conversation it was written in: the
+user's words and the calls made so far, with the calls returned (a digest: neither the
+results nor the system prompt, which a client or the brief may rewrite, and never the call
+ids, which Anthropic and Responses clients rename). A later request whose history holds
+that reply finds the steps it left (:meth:`PlanMemory.pending`): planned after the user's
+last message, not taken since (no call of that tool after the reply), and no error among
+the results since (a plan is made on the promise that its first steps work; after
+``unknown user`` the answer is the error). A text answer there is handed back opened as the
+first such step's call (:func:`planned_opening`, :mod:`.next_step`); the call it writes is returned when it passes
+every check a continued call passes (its values must be in the conversation now).
+
+The memory is per process and bounded (:data:`MAX_PLANS`, oldest out first); a replica
+that did not see the plan serves the request as before. It holds tool names only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from toolshim.engine.files_named import request_index
+from toolshim.engine.history import is_error_result
+from toolshim.engine.turn import Turn, call_key
+from toolshim.types import Message
+
+__all__ = ["MAX_PLANS", "PlanMemory", "planned_opening", "planned_warning", "tries_planned_step"]
+
+MAX_PLANS = 4096
+"""Conversations whose held-back steps are remembered (a few hundred bytes each)."""
+
+
+def _digest(messages: Sequence[Message], calls: Iterable[tuple[str, str]]) -> str:
+    """The conversation ``messages`` and a reply's ``calls`` (as :func:`call_key`) as a key:
+    the users' words and the calls, in order."""
+    parts: list[Any] = []
+    for message in messages:
+        if message.role == "user":
+            parts.append(["u", " ".join(message.text.split())])
+        elif message.tool_calls:
+            parts.append(["c", [call_key(c.name, c.arguments) for c in message.tool_calls]])
+    parts.append(["r", [list(c) for c in calls]])
+    encoded = json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()
+
+
+class PlanMemory:
+    """Held-back steps by the conversation that held them (see the module docstring)."""
+
+    def __init__(self, size: int = MAX_PLANS) -> None:
+        self._size = size
+        self._plans: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def remember(
+        self,
+        messages: Sequence[Message],
+        returned: Sequence[tuple[str, str]],
+        held: Sequence[str],
+    ) -> None:
+        """``held``: the names of the steps held back from the reply whose calls ``returned``
+        (name, arguments JSON) went to the caller after ``messages``."""
+        names = tuple(dict.fromkeys(n for n in held if n not in {c[0] for c in returned}))
+        if not names or not returned:
+            return
+        key = _digest(messages, (call_key(*c) for c in returned))
+        self._plans[key] = names
+        self._plans.move_to_end(key)
+        while len(self._plans) > self._size:
+            self._plans.popitem(last=False)
+
+    def pending(self, messages: Sequence[Message]) -> tuple[str, ...]:
+        """The steps planned since the user's last message and not taken yet, in order."""
+        if not self._plans:
+            return ()
+        start = request_index(messages)
+        if start is None:
+            return ()
+        planned: list[str] = []
+        for i in range(start + 1, len(messages)):
+            message = messages[i]
+            if message.role != "assistant" or not message.tool_calls:
+                continue
+            calls = (call_key(c.name, c.arguments) for c in message.tool_calls)
+            names = self._plans.get(_digest(messages[:i], calls))
+            if names is None:
+                continue
+            later = messages[i + 1 :]
+            if any(m.role in ("tool", "function") and is_error_result(m.text) for m in later):
+                continue  # a step failed: the plan's promise is broken
+            taken = {c.name for m in later for c in m.tool_calls}
+            planned += [n for n in names if n not in taken and n not in planned]
+        return tuple(planned)
+
+
+def tries_planned_step(turn: Turn) -> bool:
+    """Whether a text answer of this turn is handed back opened as its planned step."""
+    return (
+        bool(turn.planned)
+        and turn.prefill
+        and not turn.constrained
+        and turn.request.choice.kind == "auto"
+        and turn.dialect.call_opening() is not None
+    )
+
+
+def planned_opening(turn: Turn) -> tuple[str, str] | None:
+    """The first planned step an answer of this turn is opened as: its tool's name and the
+    opening of its call (:meth:`~toolshim.dialects.base.Dialect.call_opening`), or None."""
+    if not tries_planned_step(turn):
+        return None
+    offered = {t.name for t in turn.request.function_tools}
+    name = next((n for n in turn.planned if n in offered), None)
+    prefill = turn.dialect.call_opening(name) if name else None
+    return (name, prefill) if name and prefill else None
+
+
+def planned_warning(name: str, written: str) -> str:
+    return (
+        f"the model answered where a step of its own plan was left ({name!r}, held back "
+        f"until the results it needed were in); opened as that call, it wrote {written!r}"
+    )

@@ -1,0 +1,202 @@
+"""A step the model planned and toolshim held back is asked for once its inputs are in
+(toolshim.engine.plans): the 1.5B wrote find_user and list_orders(user_id="12345") together,
+then, given the id, answered with it instead of listing the orders."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolshim.capabilities.facts import Source
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.engine.plans import PlanMemory
+from toolshim.testing import FunctionUpstream
+from toolshim.types import Message, ToolCall
+
+QUESTION = "Which orders does alice have?"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {parameter: {"type": "string"}},
+                "required": [parameter],
+            },
+        },
+    }
+    for name, description, parameter in (
+        ("find_user", "Find a customer's user id by username", "username"),
+        ("list_orders", "List the order ids of a user id", "user_id"),
+        ("get_weather", "The weather in a city", "city"),
+    )
+]
+PLAN = '[find_user(username="alice"), list_orders(user_id="12345")]'
+ANSWER = "alice has the user id u-17."
+
+
+def model(first: str, answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
+    """A llama.cpp-like model: ``first`` to the question, ``answer`` once a result is in, and
+    ``continued`` after an assistant message it is handed to continue."""
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + continued
+        text = json.dumps(body["messages"])
+        return answer if "u-17" in text or "unknown" in text else first
+
+    return reply
+
+
+def engine_for(upstream: FunctionUpstream, *, prefill: bool = True) -> Engine:
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
+    if prefill:
+        engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    return engine
+
+
+async def first_step(engine: Engine, stream: bool) -> tuple[dict[str, Any], list[ToolCall]]:
+    body: dict[str, Any] = {
+        "model": "small",
+        "messages": [{"role": "user", "content": QUESTION}],
+        "tools": TOOLS,
+    }
+    if stream:
+        parts: dict[int, list[str]] = {}
+        async for chunk in engine.astream({**body, "stream": True}):
+            for d in chunk.tool_calls:
+                part = parts.setdefault(d.index, ["", "", ""])
+                part[0] += d.id or ""
+                part[1] += d.name or ""
+                part[2] += d.arguments or ""
+        calls = [ToolCall(*parts[i]) for i in sorted(parts)]
+    else:
+        calls = list((await engine.acomplete(body)).message.tool_calls)
+    return body, calls
+
+
+def after(body: dict[str, Any], calls: list[ToolCall], result: str) -> dict[str, Any]:
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"client_{i}",  # a client may rename the ids
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for i, c in enumerate(calls)
+        ],
+    }
+    tool = {"role": "tool", "tool_call_id": "client_0", "content": result}
+    return {**body, "messages": [*body["messages"], assistant, tool]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_the_held_back_step_is_asked_for_once_its_input_is_in(stream: bool) -> None:
+    seen: list[dict[str, Any]] = []
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    engine = engine_for(upstream)
+    body, calls = await first_step(engine, stream)
+    assert [c.name for c in calls] == ["find_user"]  # list_orders held back: "12345" is nobody's
+    second = after(body, calls, '{"user_id": "u-17"}')
+    completion = await engine.acomplete(second)
+    made = completion.message.tool_calls
+    assert [(c.name, json.loads(c.arguments)) for c in made] == [
+        ("list_orders", {"user_id": "u-17"})
+    ]
+    # Opened as the planned tool's call, up to its arguments.
+    assert seen[-1]["messages"][-1] == {"role": "assistant", "content": "[list_orders("}
+    assert any("its own plan" in w for w in completion.meta.warnings)
+    # Taken: the third request (its result in) is answered as the model answers.
+    third = after(second, list(made), '["1001", "1003"]')
+    third["messages"] = [*second["messages"], *third["messages"][len(second["messages"]) :]]
+    final = await engine.acomplete(third)
+    assert final.message.text == ANSWER and not final.message.tool_calls
+
+
+async def test_a_streamed_answer_is_held_until_the_step_is_known() -> None:
+    seen: list[dict[str, Any]] = []
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    engine = engine_for(upstream)
+    body, calls = await first_step(engine, False)
+    chunks = [c async for c in engine.astream({**after(body, calls, "u-17"), "stream": True})]
+    assert "u-17." not in "".join(c.content or "" for c in chunks)
+    assert [d.name for c in chunks for d in c.tool_calls if d.name] == ["list_orders"]
+
+
+@pytest.mark.parametrize(
+    ("result", "continued", "prefill"),
+    [
+        ("error: unknown user alice", 'user_id="u-17")]', True),  # a step failed
+        ('{"user_id": "u-17"}', 'user_id="carol")]', True),  # a value nobody gave
+        ('{"user_id": "u-17"}', 'user_id="u-17")]', False),  # no assistant continuation
+    ],
+    ids=["after-an-error", "made-up-value", "no-prefill"],
+)
+async def test_the_answer_stands_where_the_step_cannot_be_taken(
+    result: str, continued: str, prefill: bool
+) -> None:
+    seen: list[dict[str, Any]] = []
+    upstream = FunctionUpstream(model(PLAN, ANSWER, continued, seen))
+    engine = engine_for(upstream, prefill=prefill)
+    body, calls = await first_step(engine, False)
+    completion = await engine.acomplete(after(body, calls, result))
+    assert completion.message.text == ANSWER and not completion.message.tool_calls
+
+
+async def test_another_engine_did_not_see_the_plan() -> None:
+    """The memory is the engine's: a replica that did not hold the step back answers as the
+    model does (nothing is asked for that the conversation does not show)."""
+    seen: list[dict[str, Any]] = []
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    body, calls = await first_step(engine_for(upstream), False)
+    completion = await engine_for(upstream).acomplete(after(body, calls, "u-17"))
+    assert completion.message.text == ANSWER
+
+
+def conversation(*calls: tuple[str, str], result: str = "ok") -> list[Message]:
+    messages = [Message("system", "be brief"), Message("user", QUESTION)]
+    for i, (name, arguments) in enumerate(calls):
+        messages.append(Message("assistant", "", tool_calls=(ToolCall(f"c{i}", name, arguments),)))
+        messages.append(Message("tool", result, tool_call_id=f"c{i}"))
+    return messages
+
+
+def test_pending_steps_follow_the_conversation() -> None:
+    memory = PlanMemory()
+    start = conversation()
+    memory.remember(start, [("find_user", '{"username": "alice"}')], ["list_orders", "lookup"])
+    # The reply that held them back, answered (arguments compared as JSON, not as text).
+    step1 = conversation(("find_user", '{"username":"alice"}'))
+    assert memory.pending(step1) == ("list_orders", "lookup")
+    step2 = conversation(("find_user", '{"username":"alice"}'), ("list_orders", '{"user_id":"u"}'))
+    assert memory.pending(step2) == ("lookup",)
+    # Another question, other calls, or a failed step: nothing is pending.
+    other = [Message("user", "Which orders does bob have?"), *step1[2:]]
+    assert memory.pending(other) == ()
+    assert memory.pending(conversation(("find_user", '{"username": "bob"}'))) == ()
+    failed = conversation(("find_user", '{"username": "alice"}'), result="error: no such user")
+    assert memory.pending(failed) == ()
+    # A new user message after the plan starts a new request.
+    assert memory.pending([*step1, Message("user", "thanks")]) == ()
+    # Nothing is remembered for a name that was returned, or without a returned call.
+    memory.remember(start, [], ["list_orders"])
+    memory.remember(start, [("x", "{}")], ["x"])
+    assert len(memory) == 1
+
+
+def test_the_memory_is_bounded() -> None:
+    memory = PlanMemory(size=2)
+    for i in range(5):
+        memory.remember([Message("user", f"q{i}")], [("a", "{}")], ["b"])
+    assert len(memory) == 2
+    assert memory.pending([Message("user", "q4"), conversation(("a", "{}"))[2]]) == ("b",)
+    assert memory.pending([Message("user", "q0"), conversation(("a", "{}"))[2]]) == ()

@@ -102,7 +102,7 @@ def after(body: dict[str, Any], calls: list[ToolCall], result: str) -> dict[str,
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 async def test_the_held_back_step_is_asked_for_once_its_input_is_in(stream: bool) -> None:
     seen: list[dict[str, Any]] = []
-    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'u-17")]', seen))
     engine = engine_for(upstream)
     body, calls = await first_step(engine, stream)
     assert [c.name for c in calls] == ["find_user"]  # list_orders held back: "12345" is nobody's
@@ -112,8 +112,8 @@ async def test_the_held_back_step_is_asked_for_once_its_input_is_in(stream: bool
     assert [(c.name, json.loads(c.arguments)) for c in made] == [
         ("list_orders", {"user_id": "u-17"})
     ]
-    # Opened as the planned tool's call, up to its arguments.
-    assert seen[-1]["messages"][-1] == {"role": "assistant", "content": "[list_orders("}
+    # Opened as the planned tool's call, up to the value of its first required string.
+    assert seen[-1]["messages"][-1] == {"role": "assistant", "content": '[list_orders(user_id="'}
     assert any("its own plan" in w for w in completion.meta.warnings)
     # Taken: the third request (its result in) is answered as the model answers.
     third = after(second, list(made), '["1001", "1003"]')
@@ -124,7 +124,7 @@ async def test_the_held_back_step_is_asked_for_once_its_input_is_in(stream: bool
 
 async def test_a_streamed_answer_is_held_until_the_step_is_known() -> None:
     seen: list[dict[str, Any]] = []
-    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'u-17")]', seen))
     engine = engine_for(upstream)
     body, calls = await first_step(engine, False)
     chunks = [c async for c in engine.astream({**after(body, calls, "u-17"), "stream": True})]
@@ -135,9 +135,9 @@ async def test_a_streamed_answer_is_held_until_the_step_is_known() -> None:
 @pytest.mark.parametrize(
     ("result", "continued", "prefill"),
     [
-        ("error: unknown user alice", 'user_id="u-17")]', True),  # a step failed
-        ('{"user_id": "u-17"}', 'user_id="carol")]', True),  # a value nobody gave
-        ('{"user_id": "u-17"}', 'user_id="u-17")]', False),  # no assistant continuation
+        ("error: unknown user alice", 'u-17")]', True),  # a step failed
+        ('{"user_id": "u-17"}', 'carol")]', True),  # a value nobody gave
+        ('{"user_id": "u-17"}', 'u-17")]', False),  # no assistant continuation
     ],
     ids=["after-an-error", "made-up-value", "no-prefill"],
 )
@@ -156,7 +156,7 @@ async def test_another_engine_did_not_see_the_plan() -> None:
     """The memory is the engine's: a replica that did not hold the step back answers as the
     model does (nothing is asked for that the conversation does not show)."""
     seen: list[dict[str, Any]] = []
-    upstream = FunctionUpstream(model(PLAN, ANSWER, 'user_id="u-17")]', seen))
+    upstream = FunctionUpstream(model(PLAN, ANSWER, 'u-17")]', seen))
     body, calls = await first_step(engine_for(upstream), False)
     completion = await engine_for(upstream).acomplete(after(body, calls, "u-17"))
     assert completion.message.text == ANSWER

@@ -14,7 +14,17 @@ from toolshim.dialects._prompt import PromptOptions, example_arguments, schema_j
 from toolshim.dialects.extract import ParsedReply, ReplyParser, parse_reply
 from toolshim.types import ToolCall, ToolSpec
 
-__all__ = ["Dialect", "PromptOptions", "example_arguments", "rendered_tools", "schema_json"]
+__all__ = [
+    "OPEN_HERE",
+    "Dialect",
+    "PromptOptions",
+    "example_arguments",
+    "rendered_tools",
+    "schema_json",
+]
+
+OPEN_HERE = "\u2063TOOLSHIM\u2063"
+"""Where :meth:`Dialect.opening_at` cuts a call: put it in the one argument value to open."""
 
 
 class Dialect(ABC):
@@ -67,6 +77,16 @@ class Dialect(ABC):
         if opening is None:
             return None
         return opening[0] + (f'{name}"' if name is not None else "")
+
+    def opening_at(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """The call of ``name`` with ``arguments`` written up to where one of their string
+        values holds :data:`OPEN_HERE` (what the model is handed to go on from there), or
+        None when the format does not write it in one piece."""
+        rendered = self.render_calls(
+            [ToolCall("opening", name, json.dumps(dict(arguments), ensure_ascii=False))]
+        )
+        at = rendered.find(OPEN_HERE)
+        return rendered[:at] if at > 0 else None
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
         """A tool's result, as the text of a user message."""

@@ -31,7 +31,7 @@ import re
 import shlex
 from dataclasses import replace
 
-from toolshim.dialects.base import Dialect
+from toolshim.dialects.base import OPEN_HERE, Dialect
 from toolshim.dialects.calls import ParsedCall
 from toolshim.engine.code_answer import read_content
 from toolshim.engine.files_named import files_named, untouched_since_request
@@ -65,7 +65,6 @@ _CREATED = re.compile(
     r"json|yaml|config))*\s*[`'\"]?$",
     re.IGNORECASE,
 )
-_MARK = "\u2063TOOLSHIM\u2063"
 _HEREDOC = "EOF"
 _OPEN_HEREDOC = re.compile(r"\Acat > \S+ <<'EOF'\n")
 
@@ -153,12 +152,14 @@ def writing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
         if shell is None:
             return None
         path = shlex.quote(_path(request, created[0]))
-        return _opened(dialect, shell[0], {shell[1]: f"cat > {path} <<'{_HEREDOC}'\n{_MARK}"})
+        return dialect.opening_at(shell[0], {shell[1]: f"cat > {path} <<'{_HEREDOC}'\n{OPEN_HERE}"})
     path_key = _parameter(tool, _PATH_PARAMETERS)
     content_key = _parameter(tool, _CONTENT_PARAMETERS)
     if path_key is None or content_key is None:
         return None
-    return _opened(dialect, tool.name, {path_key: _path(request, created[0]), content_key: _MARK})
+    return dialect.opening_at(
+        tool.name, {path_key: _path(request, created[0]), content_key: OPEN_HERE}
+    )
 
 
 def finished_call(call: ParsedCall) -> ParsedCall:
@@ -214,10 +215,10 @@ def editing_opening(request: ChatRequest, dialect: Dialect) -> str | None:
         return None
     line = _failing_line(request, name)
     if line is not None:  # the line the traceback points at: the model writes its fix
-        arguments = {path_key: _path(request, name), old_key: line, new_key: _MARK}
-        return _opened(dialect, tool.name, arguments)
-    return _opened(
-        dialect, tool.name, {path_key: _path(request, name), old_key: _MARK, new_key: ""}
+        arguments = {path_key: _path(request, name), old_key: line, new_key: OPEN_HERE}
+        return dialect.opening_at(tool.name, arguments)
+    return dialect.opening_at(
+        tool.name, {path_key: _path(request, name), old_key: OPEN_HERE, new_key: ""}
     )
 
 
@@ -248,7 +249,7 @@ def command_opening(request: ChatRequest, dialect: Dialect) -> str | None:
     at the tool's name only, the 1.5B wrote ``Bash(rg -l "ERROR" app.log > errors.txt)``,
     no argument name, not a call."""
     shell = _string_shell(request)
-    return _opened(dialect, shell[0], {shell[1]: _MARK}) if shell else None
+    return dialect.opening_at(shell[0], {shell[1]: OPEN_HERE}) if shell else None
 
 
 def _file_to_fix(request: ChatRequest, text: str, index: int) -> str | None:
@@ -275,7 +276,7 @@ def _sed_opening(request: ChatRequest, dialect: Dialect, text: str, index: int) 
     shell = _string_shell(request)
     if shell is None or _file_to_fix(request, text, index) is None:
         return None
-    return _opened(dialect, shell[0], {shell[1]: f"sed -i 's/{_MARK}"})
+    return dialect.opening_at(shell[0], {shell[1]: f"sed -i 's/{OPEN_HERE}"})
 
 
 def _string_shell(request: ChatRequest) -> tuple[str, str] | None:
@@ -287,12 +288,3 @@ def _string_shell(request: ChatRequest) -> tuple[str, str] | None:
     if tool is None or key is None or not isinstance(schema, dict) or schema.get("type") == "array":
         return None
     return tool.name, key
-
-
-def _opened(dialect: Dialect, name: str, arguments: dict[str, str]) -> str | None:
-    """The call written in ``dialect`` up to where its arguments hold :data:`_MARK`."""
-    rendered = dialect.render_calls(
-        [ToolCall("next_file", name, json.dumps(arguments, ensure_ascii=False))]
-    )
-    at = rendered.find(_MARK)
-    return rendered[:at] if at > 0 else None

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from toolshim.dialects.base import OPEN_HERE
 from toolshim.engine.files_named import request_index
 from toolshim.engine.history import is_error_result
 from toolshim.engine.turn import Turn, call_key
@@ -118,13 +119,29 @@ def tries_planned_step(turn: Turn) -> bool:
 
 def planned_opening(turn: Turn) -> tuple[str, str] | None:
     """The first planned step an answer of this turn is opened as: its tool's name and the
-    opening of its call (:meth:`~toolshim.dialects.base.Dialect.call_opening`), or None."""
+    opening of its call, or None. Opened up to the value of its first required string
+    parameter (:meth:`~toolshim.dialects.base.Dialect.opening_at`): handed ``[list_orders(``,
+    the 1.5B wrote ``[list_orders( u-17 )]`` and ``[list_orders(lookup_order("u-17"))]``."""
     if not tries_planned_step(turn):
         return None
-    offered = {t.name for t in turn.request.function_tools}
-    name = next((n for n in turn.planned if n in offered), None)
-    prefill = turn.dialect.call_opening(name) if name else None
-    return (name, prefill) if name and prefill else None
+    tool = next((t for n in turn.planned for t in turn.request.function_tools if t.name == n), None)
+    if tool is None:
+        return None
+    properties = tool.parameters.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    first = next(
+        (
+            p
+            for p in tool.parameters.get("required") or ()
+            if isinstance(properties.get(p), dict) and properties[p].get("type") == "string"
+        ),
+        None,
+    )
+    prefill = None
+    if first is not None:
+        prefill = turn.dialect.opening_at(tool.name, {first: OPEN_HERE})
+    prefill = prefill or turn.dialect.call_opening(tool.name)
+    return (tool.name, prefill) if prefill else None
 
 
 def planned_warning(name: str, written: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
-from toolshim.engine.plans import PlanMemory
+from toolshim.engine.plans import PlanMemory, failed_steps
 from toolshim.testing import FunctionUpstream
 from toolshim.types import Message, ToolCall
 
@@ -114,7 +114,7 @@ async def test_the_held_back_step_is_asked_for_once_its_input_is_in(stream: bool
     ]
     # Opened as the planned tool's call, up to the value of its first required string.
     assert seen[-1]["messages"][-1] == {"role": "assistant", "content": '[list_orders(user_id="'}
-    assert any("its own plan" in w for w in completion.meta.warnings)
+    assert any("held back from its plan" in w for w in completion.meta.warnings)
     # Taken: the third request (its result in) is answered as the model answers.
     third = after(second, list(made), '["1001", "1003"]')
     third["messages"] = [*second["messages"], *third["messages"][len(second["messages"]) :]]
@@ -200,3 +200,114 @@ def test_the_memory_is_bounded() -> None:
     assert len(memory) == 2
     assert memory.pending([Message("user", "q4"), conversation(("a", "{}"))[2]]) == ("b",)
     assert memory.pending([Message("user", "q0"), conversation(("a", "{}"))[2]]) == ()
+
+
+def calls_and_results(*steps: tuple[tuple[str, str], ...], results: list[str]) -> list[Message]:
+    """The question, then each step's calls and their results (``results`` in call order)."""
+    messages = [Message("user", QUESTION)]
+    made = 0
+    for calls in steps:
+        tool_calls = tuple(
+            ToolCall(f"c{made + i}", name, arguments) for i, (name, arguments) in enumerate(calls)
+        )
+        messages.append(Message("assistant", "", tool_calls=tool_calls))
+        for call in tool_calls:
+            messages.append(Message("tool", results[made], tool_call_id=call.id))
+            made += 1
+    return messages
+
+
+CAPITAL = ("get_capital", '{"country": "Egypt"}')
+WEATHER = ("get_weather", '{"city": "Egypt"}')
+
+
+@pytest.mark.parametrize(
+    ("steps", "results", "left"),
+    [
+        # Written together: the capital came back, the weather of "Egypt" failed.
+        (((CAPITAL, WEATHER),), ["Cairo", "error: unknown city"], ("get_weather",)),
+        # The lookup made after the failed call.
+        (((WEATHER,), (CAPITAL,)), ["error: unknown city", "Cairo"], ("get_weather",)),
+        # Nothing came back after it: the error is the answer.
+        (((WEATHER,),), ["error: unknown city"], ()),
+        (((CAPITAL,), (WEATHER,)), ["Cairo", "error: unknown city"], ()),
+        # Called again and it worked.
+        (((WEATHER,), (CAPITAL,), (WEATHER,)), ["error: no", "Cairo", "35 C"], ()),
+    ],
+    ids=["together", "lookup-after", "nothing-after", "failed-last", "worked-later"],
+)
+def test_a_failed_step_is_left_when_a_later_result_may_give_its_input(
+    steps: tuple[tuple[tuple[str, str], ...], ...], results: list[str], left: tuple[str, ...]
+) -> None:
+    assert failed_steps(calls_and_results(*steps, results=results)) == left
+
+
+def weather_model(continued: str, seen: list[dict[str, Any]]) -> Any:
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + continued
+        return "The capital of Egypt is Cairo."
+
+    return reply
+
+
+WEATHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": {parameter: {"type": "string"}},
+                "required": [parameter],
+            },
+        },
+    }
+    for name, parameter in (("get_capital", "country"), ("get_weather", "city"))
+]
+
+
+@pytest.mark.parametrize(
+    ("continued", "expected"),
+    [('Cairo")]', [("get_weather", {"city": "Cairo"})]), ('Egypt")]', [])],
+    ids=["with-the-result", "the-failed-call-again"],
+)
+async def test_a_step_that_failed_before_its_input_is_asked_for_again(
+    continued: str, expected: list[tuple[str, Any]]
+) -> None:
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(FunctionUpstream(weather_model(continued, seen)))
+    messages = calls_and_results((CAPITAL, WEATHER), results=["Cairo", "error: unknown city"])
+    body = {
+        "model": "small",
+        "messages": [message_dict(m) for m in messages],
+        "tools": WEATHER_TOOLS,
+    }
+    completion = await engine.acomplete(body)
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert made == expected
+    assert seen[-1]["messages"][-1]["content"] == '[get_weather(city="'
+    if not expected:
+        assert completion.message.text == "The capital of Egypt is Cairo."
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    if message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.text}

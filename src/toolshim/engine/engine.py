@@ -38,7 +38,7 @@ from toolshim.engine.focus import (
     schema_size,
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
-from toolshim.engine.plans import PlanMemory
+from toolshim.engine.plans import PlanMemory, steps_left
 from toolshim.engine.result_headers import brief_results, brief_results_warning
 from toolshim.engine.routes import Route, strip_body
 from toolshim.engine.turn import Turn
@@ -292,7 +292,7 @@ class Engine:
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
-            planned=self.plans.pending(chat.messages),
+            planned=steps_left(self.plans, chat.messages),
             plans=self.plans,
         )
         for note in schema_notes:

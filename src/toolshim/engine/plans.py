@@ -19,6 +19,14 @@ every check a continued call passes (its values must be in the conversation now)
 
 The memory is per process and bounded (:data:`MAX_PLANS`, oldest out first); a replica
 that did not see the plan serves the request as before. It holds tool names only.
+
+A step that failed before its input was in is left the same way, read from the history alone
+(:func:`failed_steps`): the 0.5B wrote ``get_capital("Egypt")`` and ``get_weather("Egypt")``
+in one reply, or ``list_orders("alice")`` before ``find_user("alice")``; the weather of
+"Egypt" and the orders of "alice" failed, the capital and the user id came back, and it
+answered with those. A tool whose call failed, with no call of it that worked since, is left
+when a call that worked was made no earlier than the failed one (its result is what the
+failed call lacked); opened, the same failed call written again is not taken.
 """
 
 from __future__ import annotations
@@ -35,7 +43,15 @@ from toolshim.engine.history import is_error_result
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
-__all__ = ["MAX_PLANS", "PlanMemory", "planned_opening", "planned_warning", "tries_planned_step"]
+__all__ = [
+    "MAX_PLANS",
+    "PlanMemory",
+    "failed_steps",
+    "planned_opening",
+    "planned_warning",
+    "steps_left",
+    "tries_planned_step",
+]
 
 MAX_PLANS = 4096
 """Conversations whose held-back steps are remembered (a few hundred bytes each)."""
@@ -106,6 +122,37 @@ class PlanMemory:
         return tuple(planned)
 
 
+def failed_steps(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The tools whose call failed since the user's last message and that are left to call
+    again with what a later result gave (see the module docstring)."""
+    start = request_index(messages)
+    if start is None:
+        return ()
+    made: dict[str, tuple[int, str]] = {}  # call id: (message position, tool)
+    outcomes: list[tuple[int, str, bool]] = []  # (position of the call, tool, it worked)
+    for i in range(start + 1, len(messages)):
+        message = messages[i]
+        for call in message.tool_calls:
+            made[call.id] = (i, call.name)
+        if message.role == "tool" and message.tool_call_id in made:
+            position, name = made[message.tool_call_id]
+            outcomes.append((position, name, not is_error_result(message.text)))
+    left: list[str] = []
+    for position, name, worked in outcomes:
+        if worked or name in left:
+            continue
+        later = [(p, n) for p, n, ok in outcomes if ok and p >= position]
+        if later and not any(n == name for _, n in later):
+            left.append(name)
+    return tuple(left)
+
+
+def steps_left(memory: PlanMemory, messages: Sequence[Message]) -> tuple[str, ...]:
+    """The steps an answer to ``messages`` is opened as: planned and held back, or failed
+    before their input was in."""
+    return tuple(dict.fromkeys((*memory.pending(messages), *failed_steps(messages))))
+
+
 def tries_planned_step(turn: Turn) -> bool:
     """Whether a text answer of this turn is handed back opened as its planned step."""
     return (
@@ -146,6 +193,7 @@ def planned_opening(turn: Turn) -> tuple[str, str] | None:
 
 def planned_warning(name: str, written: str) -> str:
     return (
-        f"the model answered where a step of its own plan was left ({name!r}, held back "
-        f"until the results it needed were in); opened as that call, it wrote {written!r}"
+        f"the model answered where a step was left ({name!r}: held back from its plan, or "
+        f"failed, until the results it needed were in); opened as that call, it wrote "
+        f"{written!r}"
     )

@@ -292,7 +292,7 @@ class Engine:
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
-            planned=steps_left(self.plans, chat.messages),
+            planned=steps_left(self.plans, chat.messages, coding=bool(left_out)),
             plans=self.plans,
         )
         for note in schema_notes:

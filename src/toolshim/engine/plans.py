@@ -147,10 +147,15 @@ def failed_steps(messages: Sequence[Message]) -> tuple[str, ...]:
     return tuple(left)
 
 
-def steps_left(memory: PlanMemory, messages: Sequence[Message]) -> tuple[str, ...]:
+def steps_left(
+    memory: PlanMemory, messages: Sequence[Message], *, coding: bool = False
+) -> tuple[str, ...]:
     """The steps an answer to ``messages`` is opened as: planned and held back, or failed
-    before their input was in."""
-    return tuple(dict.fromkeys((*memory.pending(messages), *failed_steps(messages))))
+    before their input was in. Not the failed ones of a ``coding`` agent's turn: a command
+    that failed (a test run) failed for the code, not for a value it lacked, and the step
+    left is the fix (:mod:`.next_step`)."""
+    failed = () if coding else failed_steps(messages)
+    return tuple(dict.fromkeys((*memory.pending(messages), *failed)))
 
 
 def tries_planned_step(turn: Turn) -> bool:

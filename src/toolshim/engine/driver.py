@@ -39,6 +39,7 @@ from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.plans import tries_planned_step
 from toolshim.engine.turn import Turn
+from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
 from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError
 from toolshim.types import Message, Strategy
@@ -181,6 +182,9 @@ class TurnDriver:
     look: tuple[ParsedCall, ...] = ()
     """Returned in place of :attr:`confirm`: a look at the file a command wrote
     (:mod:`.look_written`)."""
+    failed: bool = False
+    """A call failed and none has made its tool work since: an answer that says nothing of
+    a failure is asked for again without tools (:mod:`.unreported`)."""
 
     @property
     def hold_text(self) -> bool:
@@ -193,6 +197,7 @@ class TurnDriver:
             or self.reasks > 0
             or self.confirm is not None
             or (self.next_step and not self.confirmed)
+            or self.failed
         )
 
     def feed(self, attempt: Attempt) -> Step:
@@ -251,6 +256,8 @@ class TurnDriver:
                 return AnswerWithoutTools(EMPTY_WARNING)
         if self.answered and attempt.prose.strip():
             return ReturnText(self.answered, attempt.finish)  # the answer before the check
+        if self.failed and not attempt.sent and not reports_failure(attempt.prose):
+            return AnswerWithoutTools(UNREPORTED_WARNING)
         return ReturnText(attempt.prose, attempt.finish)
 
     def _give_up(self, attempt: Attempt, summary: str) -> Step:
@@ -334,6 +341,7 @@ def driver_for(turn: Turn) -> TurnDriver:
         formatted=turn.caller_format is not None,
         decision=turn.strategy is Strategy.DECISION,
         reasks=turn.reasks,
+        failed=not turn.one_step and bool(unrecovered_errors(turn.request.messages)),
     )
 
 

@@ -1,0 +1,67 @@
+"""An answer that says nothing of a call that failed: asked again from the results.
+
+Asked for the weather in the capital of Kenya, the 1.5B looked up Nairobi, got ``error: no
+weather data for Nairobi`` and answered "The weather in Nairobi is currently sunny." (all 6
+error-mid-chain tasks of the agent suite went so). A tool whose call failed and that no call
+has made work since (:func:`unrecovered_errors`) is a failure the user must hear about; an
+answer with no word of one (:data:`ACKNOWLEDGED`: error, failed, unable, not found, …) is
+replaced by the answer asked for without tools, whose note after the results says "if a
+result is an error, say what failed" (:mod:`.history`). One more request, only then.
+
+Not in a coding agent's turn: a test run that failed before the fix is the usual path, and
+its answer ("fixed") need not repeat the failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from toolshim.engine.files_named import request_index
+from toolshim.engine.history import is_error_result
+from toolshim.types import Message
+
+__all__ = ["ACKNOWLEDGED", "UNREPORTED_WARNING", "reports_failure", "unrecovered_errors"]
+
+ACKNOWLEDGED = re.compile(
+    r"\b(errors?|fail\w*|unable|could\s*n[o']?t|can\s*n[o']?t|cannot|unknown|invalid|"
+    r"unsupported|unavailable|unrecogni[sz]ed|sorry|unfortunately|problem|issue|missing|denied|"
+    r"refused|no\s+(\w+\s+){0,2}(such|data|record|results?|information|user|contact|order|"
+    r"match\w*|entry|account)|(have|has|had|there\s+(is|are|was|were))\s+no)\b"
+    r"|(\bnot|n't)\s+(found|available|supported|known|exist\w*|possible|recogni[sz]ed|valid|work)",
+    re.IGNORECASE,
+)
+"""Words of an answer that tells of a failure."""
+
+UNREPORTED_WARNING = (
+    "the model's answer said nothing of a call that failed; answered again without tools, "
+    "from the results"
+)
+
+
+def unrecovered_errors(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The results since the user's last message of calls that failed, of tools no later call
+    made work."""
+    start = request_index(messages)
+    if start is None:
+        return ()
+    names: dict[str, str] = {}
+    outcomes: list[tuple[str, str, bool]] = []  # (tool, result, it worked)
+    for message in messages[start + 1 :]:
+        for call in message.tool_calls:
+            names[call.id] = call.name
+        if message.role in ("tool", "function") and message.tool_call_id in names:
+            name = names[message.tool_call_id]
+            outcomes.append((name, message.text, not is_error_result(message.text)))
+    failed = []
+    for i, (name, text, worked) in enumerate(outcomes):
+        if not worked and not any(n == name and ok for n, _, ok in outcomes[i + 1 :]):
+            failed.append(text)
+    return tuple(failed)
+
+
+def reports_failure(answer: str) -> bool:
+    """Whether ``answer`` tells of a failure (a word of :data:`ACKNOWLEDGED`). Not the error's
+    own words: "no weather data for Nairobi" and "the weather in Nairobi is sunny" share
+    Nairobi."""
+    return ACKNOWLEDGED.search(answer) is not None

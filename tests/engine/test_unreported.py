@@ -1,0 +1,130 @@
+"""An answer that says nothing of a call that failed is asked for again from the results
+(toolshim.engine.unreported): the 1.5B answered "The weather in Nairobi is currently sunny."
+after ``error: no weather data for Nairobi``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolshim.capabilities.registry import Registry
+from toolshim.engine import Engine
+from toolshim.engine.unreported import reports_failure, unrecovered_errors
+from toolshim.testing import FunctionUpstream
+from toolshim.types import Message, ToolCall
+
+QUESTION = "What's the weather in the capital of Kenya? Find the capital first."
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": {parameter: {"type": "string"}},
+                "required": [parameter],
+            },
+        },
+    }
+    for name, parameter in (("get_capital", "country"), ("get_weather", "city"))
+]
+
+
+def conversation(*outcomes: tuple[str, str]) -> list[Message]:
+    messages = [Message("user", QUESTION)]
+    for i, (name, result) in enumerate(outcomes):
+        messages.append(Message("assistant", "", tool_calls=(ToolCall(f"c{i}", name, "{}"),)))
+        messages.append(Message("tool", result, tool_call_id=f"c{i}"))
+    return messages
+
+
+def test_unrecovered_errors_are_those_no_later_call_mended() -> None:
+    failed = "error: no weather data for Nairobi"
+    assert unrecovered_errors(
+        conversation(("get_capital", "Nairobi"), ("get_weather", failed))
+    ) == (failed,)
+    mended = conversation(
+        ("get_weather", failed), ("get_capital", "Nairobi"), ("get_weather", "sun")
+    )
+    assert unrecovered_errors(mended) == ()
+    assert unrecovered_errors(conversation(("get_capital", "Nairobi"))) == ()
+    # Only since the user's last message.
+    earlier = [*conversation(("get_weather", failed)), Message("user", "And Oslo?")]
+    assert unrecovered_errors(earlier) == ()
+
+
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        ("The weather in Nairobi is currently sunny.", False),
+        ("User erin has 1 order.", False),
+        ("There is no weather data for Nairobi.", True),
+        ("I have no weather for Atlantis.", True),
+        ("The ticker ZZZZ isn't recognized.", True),
+        ("Sorry, I could not get the weather.", True),
+        ("Looking it up failed.", True),
+    ],
+)
+def test_an_answer_tells_of_a_failure_in_its_own_words(answer: str, told: bool) -> None:
+    assert reports_failure(answer) is told
+
+
+def body() -> dict[str, Any]:
+    def called(i: int, name: str, arguments: str, result: str) -> list[dict[str, Any]]:
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+        ]
+
+    return {
+        "model": "small",
+        "tools": TOOLS,
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            *called(0, "get_capital", '{"country": "Kenya"}', "The capital of Kenya is Nairobi"),
+            *called(1, "get_weather", '{"city": "Nairobi"}', "error: no weather data for Nairobi"),
+        ],
+    }
+
+
+def model(first: str, again: str, seen: list[dict[str, Any]]) -> Any:
+    def reply(request: dict[str, Any]) -> str:
+        seen.append(request)
+        return first if len(seen) == 1 else again
+
+    return reply
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_an_answer_silent_on_the_failure_is_asked_for_again(stream: bool) -> None:
+    seen: list[dict[str, Any]] = []
+    again = "I could not get the weather for Nairobi: there is no weather data for it."
+    upstream = FunctionUpstream(model("The weather in Nairobi is currently sunny.", again, seen))
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
+    if stream:
+        chunks = [c async for c in engine.astream({**body(), "stream": True})]
+        text = "".join(c.content or "" for c in chunks)
+        warnings = next(c.meta for c in reversed(chunks) if c.meta is not None).warnings
+    else:
+        completion = await engine.acomplete(body())
+        text, warnings = completion.message.text, completion.meta.warnings
+    assert text == again  # the silent answer was never sent
+    assert len(seen) == 2
+    assert "say what failed" in seen[1]["messages"][-1]["content"]
+    assert any("said nothing of a call that failed" in w for w in warnings)
+
+
+async def test_an_answer_that_tells_of_it_stands() -> None:
+    seen: list[dict[str, Any]] = []
+    told = "Nairobi is the capital, but there is no weather data for it."
+    upstream = FunctionUpstream(model(told, "unused", seen))
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
+    completion = await engine.acomplete(body())
+    assert completion.message.text == told and len(seen) == 1

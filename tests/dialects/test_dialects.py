@@ -346,3 +346,22 @@ def test_holds_to_schema_says_whether_constrain_takes_effect(
     options = PromptOptions(decision=decision)
     assert get_dialect(dialect).holds_to_schema(TOOLS, options) is held
     assert options.constrained is False  # the caller's options are not changed
+
+
+def test_pythonic_reads_a_call_written_as_an_argument_as_the_step_before() -> None:
+    tools = [
+        ToolSpec(
+            name,
+            "",
+            {"type": "object", "properties": {p: {"type": "string"} for p in params}},
+        )
+        for name, params in (("price", ["symbol"]), ("convert", ["amount", "to"]))
+    ]
+    parsed = PythonicDialect().parse('[convert(amount=price("TSLA"), to="BTC")]', tools)
+    assert [(c.name, c.arguments, c.waits_for) for c in parsed.calls] == [
+        ("price", {"symbol": "TSLA"}, ()),
+        ("convert", {"to": "BTC"}, ("price",)),
+    ]
+    # A call of something not offered stays a problem of the call.
+    other = PythonicDialect().parse('[convert(amount=float("1"), to="BTC")]', tools)
+    assert other.calls[0].problem is not None and not other.calls[0].waits_for

@@ -33,6 +33,7 @@ def a_turn() -> Turn:
 def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
     assert [c.name for c in CHECKS] == [
         "repeats_in_reply",
+        "waiting",
         "first_step",
         "paths",
         "undeclared_arguments",
@@ -45,7 +46,12 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "unused_numbers",
     ]
     assert [c.name for c in CHECKS if c.native] == ["repeats_in_reply", "schema"]
-    assert [c.name for c in CONTINUED] == ["undeclared_arguments", "schema", "placeholders"]
+    assert [c.name for c in CONTINUED] == [
+        "waiting",
+        "undeclared_arguments",
+        "schema",
+        "placeholders",
+    ]
 
 
 def test_each_check_is_its_own_module_of_the_package_and_one_entry_of_the_list() -> None:

@@ -311,3 +311,60 @@ def message_dict(message: Message) -> dict[str, Any]:
             ],
         }
     return {"role": message.role, "content": message.text}
+
+
+STOCK_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": kind} for p, kind in parameters},
+                "required": [p for p, _ in parameters],
+            },
+        },
+    }
+    for name, parameters in (
+        ("get_stock_price", (("symbol", "string"),)),
+        (
+            "convert_currency",
+            (("amount", "number"), ("from_currency", "string"), ("to_currency", "string")),
+        ),
+    )
+]
+
+
+async def test_a_call_written_as_an_argument_goes_first_and_the_other_waits() -> None:
+    """The 1.5B's two steps in one: convert_currency(amount=get_stock_price("TSLA"), …)."""
+    nested = (
+        '[convert_currency(amount=get_stock_price("TSLA"), from_currency="USD", to_currency="BTC")]'
+    )
+    seen: list[dict[str, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + '251.4, from_currency="USD", to_currency="BTC")]'
+        return "One TSLA share costs 251.4 USD." if "251.4" in json.dumps(body) else nested
+
+    engine = engine_for(FunctionUpstream(reply))
+    body: dict[str, Any] = {
+        "model": "small",
+        "messages": [{"role": "user", "content": "What does one TSLA share cost in BTC?"}],
+        "tools": STOCK_TOOLS,
+    }
+    first = await engine.acomplete(body)
+    made = first.message.tool_calls
+    assert [(c.name, json.loads(c.arguments)) for c in made] == [
+        ("get_stock_price", {"symbol": "TSLA"})
+    ]
+    assert any("waits for that result" in w for w in first.meta.warnings)
+    second = await engine.acomplete(after(body, list(made), "TSLA: 251.4 USD"))
+    assert [(c.name, json.loads(c.arguments)) for c in second.message.tool_calls] == [
+        ("convert_currency", {"amount": 251.4, "from_currency": "USD", "to_currency": "BTC"})
+    ]
+    # Its first required parameter is a number: opened up to the call's arguments.
+    assert seen[-1]["messages"][-1]["content"] == "[convert_currency("

@@ -66,6 +66,10 @@ class ParsedCall:
     raw: str = ""
     problem: str | None = None
     repaired: bool = False
+    waits_for: tuple[str, ...] = ()
+    """The tools whose calls were written as its arguments (``convert(amount=price("TSLA"))``):
+    it needs their results first. Its ``arguments`` are the others; the calls it waits for
+    come before it in the reply (:func:`toolshim.dialects.interpret.interpret_python`)."""
 
     def __post_init__(self) -> None:
         if self.problem is None:

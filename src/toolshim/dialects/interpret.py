@@ -14,6 +14,7 @@ import ast
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from toolshim.dialects._scan import MAX_DEPTH, RepairBudget, decode_value, find_close, literal
@@ -281,8 +282,45 @@ def interpret_python(source: str, index: ToolIndex, *, require_known: bool) -> I
     for dotted, node in found:
         if require_known and index.resolve(dotted) is None:
             return NOT_A_CALL
-        calls.append(_python_call(node, index.canonical(dotted), index, source))
+        calls += _nested_first(node, index.canonical(dotted), index, source)
     return Interpretation(tuple(calls))
+
+
+_NESTED_DEPTH = 4
+
+
+def _nested_first(
+    node: ast.Call, name: str, index: ToolIndex, raw: str, depth: int = 0
+) -> list[ParsedCall]:
+    """The call, after the calls of offered tools written as its arguments (innermost first):
+    ``[convert_currency(amount=get_stock_price("TSLA"), to="BTC")]``, the 1.5B's two steps in
+    one, is ``get_stock_price("TSLA")`` and a ``convert_currency`` that waits for it
+    (:attr:`ParsedCall.waits_for`)."""
+    values = [*node.args, *(k.value for k in node.keywords)]
+    inner = [
+        (v, tool)
+        for v in values
+        if isinstance(v, ast.Call)
+        and (dotted := _dotted(v.func)) is not None
+        and (tool := index.resolve(dotted)) is not None
+    ]
+    if not inner or depth >= _NESTED_DEPTH:
+        return [_python_call(node, name, index, raw)]
+    calls: list[ParsedCall] = []
+    for value, tool in inner:
+        calls += _nested_first(value, index.canonical(tool), index, raw, depth + 1)
+    nested = {id(v) for v, _ in inner}
+    rest = ast.Call(
+        node.func,
+        [a for a in node.args if id(a) not in nested],
+        [k for k in node.keywords if id(k.value) not in nested],
+    )
+    # Positional arguments after a nested one would shift: keyword ones only then.
+    if any(id(a) in nested for a in node.args):
+        rest = ast.Call(node.func, [], rest.keywords)
+    waiting = _python_call(rest, name, index, raw)
+    calls.append(replace(waiting, waits_for=tuple(index.canonical(t) for _, t in inner)))
+    return calls
 
 
 def shared_keyword_calls(source: str, index: ToolIndex) -> Interpretation:

@@ -171,8 +171,8 @@ def tries_planned_step(turn: Turn) -> bool:
 
 def planned_opening(turn: Turn) -> tuple[str, str] | None:
     """The first planned step an answer of this turn is opened as: its tool's name and the
-    opening of its call, or None. Opened up to the value of its first required string
-    parameter (:meth:`~toolshim.dialects.base.Dialect.opening_at`): handed ``[list_orders(``,
+    opening of its call, or None. Opened up to the value of its first required parameter
+    when that is a string (:meth:`~toolshim.dialects.base.Dialect.opening_at`): handed ``[list_orders(``,
     the 1.5B wrote ``[list_orders( u-17 )]`` and ``[list_orders(lookup_order("u-17"))]``."""
     if not tries_planned_step(turn):
         return None
@@ -181,14 +181,10 @@ def planned_opening(turn: Turn) -> tuple[str, str] | None:
         return None
     properties = tool.parameters.get("properties")
     properties = properties if isinstance(properties, dict) else {}
-    first = next(
-        (
-            p
-            for p in tool.parameters.get("required") or ()
-            if isinstance(properties.get(p), dict) and properties[p].get("type") == "string"
-        ),
-        None,
-    )
+    required = [p for p in tool.parameters.get("required") or () if isinstance(p, str)]
+    first = required[0] if required else None
+    if first is not None and (properties.get(first) or {}).get("type") != "string":
+        first = None  # a number is written as it is: opened up to the arguments
     prefill = None
     if first is not None:
         prefill = turn.dialect.opening_at(tool.name, {first: OPEN_HERE})

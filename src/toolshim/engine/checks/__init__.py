@@ -5,6 +5,7 @@ function from the reply to an outcome, :mod:`.base`), and one entry in :data:`CH
 checks run in this order, each on the calls the ones before it left::
 
     repeats_in_reply       N  a call written several times in one reply is read once
+    waiting                 C a call with another call as its argument waits for its result
     first_step                a coding agent's step: the first call and those ready now
     paths                     a coding agent's file path above the working directory, moved
     undeclared_arguments    C arguments the schema does not declare, dropped
@@ -49,6 +50,7 @@ from toolshim.engine.checks import (
     schema,
     undeclared_arguments,
     unused_numbers,
+    waiting,
 )
 from toolshim.engine.checks.base import Check, CheckedReply, Pass, Reask, Revise
 from toolshim.engine.turn import Turn, call_key
@@ -58,6 +60,7 @@ __all__ = ["CHECKS", "CONTINUED", "run_checks"]
 
 CHECKS: tuple[Check, ...] = (
     repeats_in_reply.CHECK,
+    waiting.CHECK,
     first_step.CHECK,
     paths.CHECK,
     undeclared_arguments.CHECK,

@@ -368,3 +368,46 @@ async def test_a_call_written_as_an_argument_goes_first_and_the_other_waits() ->
     ]
     # Its first required parameter is a number: opened up to the call's arguments.
     assert seen[-1]["messages"][-1]["content"] == "[convert_currency("
+
+
+@pytest.mark.parametrize(
+    ("answer", "continued", "expected"),
+    [
+        (
+            'To get the weather for Tokyo, you can call the `get_weather` function with the city name "Tokyo".',
+            'Tokyo")]',
+            [("get_weather", {"city": "Tokyo"})],
+        ),
+        # Its values must have been said: Lima was not.
+        ("You can use get_weather(city) for that.", 'Lima")]', []),
+        # An answer that names no tool as a call stands, without another request.
+        ("Have a great trip!", 'Tokyo")]', []),
+    ],
+    ids=["named", "made-up", "not-named"],
+)
+async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_call(
+    answer: str, continued: str, expected: list[tuple[str, Any]]
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        return last["content"] + continued if last["role"] == "assistant" else answer
+
+    engine = engine_for(FunctionUpstream(reply))
+    body = {
+        "model": "small",
+        "tools": TOOLS,
+        "messages": [
+            {"role": "user", "content": "I'm flying to Tokyo tomorrow."},
+            {"role": "assistant", "content": "Have a great trip to Tokyo!"},
+            {"role": "user", "content": "What's the weather like where I'm going?"},
+        ],
+    }
+    completion = await engine.acomplete(body)
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert made == expected
+    if not expected:
+        assert completion.message.text == answer
+    assert len(seen) == (1 if answer == "Have a great trip!" else 2)

@@ -37,7 +37,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
-from toolshim.engine.plans import tries_planned_step
+from toolshim.engine.plans import described_tool, tries_planned_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
 from toolshim.engine.validate import reask_message
@@ -182,6 +182,9 @@ class TurnDriver:
     look: tuple[ParsedCall, ...] = ()
     """Returned in place of :attr:`confirm`: a look at the file a command wrote
     (:mod:`.look_written`)."""
+    describes: Callable[[str], bool] | None = None
+    """Whether a text answer tells the user to call a tool: opened as that call instead
+    (:func:`~toolshim.engine.plans.described_tool`), when its prose was not sent yet."""
     failed: bool = False
     """A call failed and none has made its tool work since: an answer that says nothing of
     a failure is asked for again without tools (:mod:`.unreported`)."""
@@ -232,7 +235,10 @@ class TurnDriver:
             return AnswerWithoutTools()
         if self.formatted:
             return AnswerWithoutTools(FORMAT_WARNING)
-        if self.next_step and not self.confirmed and attempt.prose.strip():
+        opens = self.next_step or (
+            self.describes is not None and not attempt.sent and self.describes(attempt.prose)
+        )
+        if opens and not self.confirmed and attempt.prose.strip():
             self.confirmed = True
             return NextStep(attempt.prose, attempt.finish)
         if self.confirm is not None and not self.confirmed and attempt.prose.strip():
@@ -342,6 +348,7 @@ def driver_for(turn: Turn) -> TurnDriver:
         decision=turn.strategy is Strategy.DECISION,
         reasks=turn.reasks,
         failed=not turn.one_step and bool(unrecovered_errors(turn.request.messages)),
+        describes=lambda answer: described_tool(turn, answer) is not None,
     )
 
 

@@ -40,7 +40,12 @@ from toolshim.engine.next_file import (
     shell_only,
     writing_opening,
 )
-from toolshim.engine.plans import planned_opening, planned_warning, tries_planned_step
+from toolshim.engine.plans import (
+    described_tool,
+    planned_opening,
+    planned_warning,
+    tries_planned_step,
+)
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.types import Message
@@ -160,7 +165,7 @@ async def next_step(
     upstream body. An ``answer`` that gives a whole file's new content is made the call that
     writes it instead, without asking (:mod:`~toolshim.engine.code_answer`). A step of the
     model's own plan left (:mod:`.plans`) is opened first."""
-    opening = planned_opening(turn)
+    opening = planned_opening(turn, answer)
     if opening is not None:
         call = await _opened_step(turn, extra, body, opening[1])
         # Its values must be in the conversation now: what it waited for is.
@@ -390,6 +395,6 @@ async def step_before_giving_up(
     it had the result of, after being told), the next step instead, when one is left
     (:func:`tries_next_step`): the 1.5B read calc.py, then wrote its plan again twice and,
     answered without tools, said the fix ("change it to ``return a + b``") instead of making it."""
-    if not (tries_next_step(turn) or tries_planned_step(turn)):
+    if not (tries_next_step(turn) or tries_planned_step(turn) or described_tool(turn, answer)):
         return None
     return await next_step(turn, extra, body, answer)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -46,6 +47,7 @@ from toolshim.types import Message
 __all__ = [
     "MAX_PLANS",
     "PlanMemory",
+    "described_tool",
     "failed_steps",
     "planned_opening",
     "planned_warning",
@@ -158,25 +160,60 @@ def steps_left(
     return tuple(dict.fromkeys((*memory.pending(messages), *failed)))
 
 
-def tries_planned_step(turn: Turn) -> bool:
-    """Whether a text answer of this turn is handed back opened as its planned step."""
+def _can_open(turn: Turn) -> bool:
+    """The upstream continues an assistant message and the turn lets an answer be a call."""
     return (
-        bool(turn.planned)
-        and turn.prefill
+        turn.prefill
         and not turn.constrained
         and turn.request.choice.kind == "auto"
         and turn.dialect.call_opening() is not None
     )
 
 
-def planned_opening(turn: Turn) -> tuple[str, str] | None:
-    """The first planned step an answer of this turn is opened as: its tool's name and the
-    opening of its call, or None. Opened up to the value of its first required parameter
-    when that is a string (:meth:`~toolshim.dialects.base.Dialect.opening_at`): handed ``[list_orders(``,
-    the 1.5B wrote ``[list_orders( u-17 )]`` and ``[list_orders(lookup_order("u-17"))]``."""
-    if not tries_planned_step(turn):
+def tries_planned_step(turn: Turn) -> bool:
+    """Whether a text answer of this turn is handed back opened as its planned step."""
+    return bool(turn.planned) and _can_open(turn)
+
+
+def described_tool(turn: Turn, answer: str) -> str | None:
+    """An offered tool the ``answer`` tells the user to call, not called since the user's
+    last message: asked for the weather "where I'm going" (Tokyo, said a turn before), the
+    1.5B answered "To get the weather for Tokyo, you can call the `get_weather` function with
+    the city name "Tokyo"." Named as code (```get_weather``, ``get_weather(``) or as what to
+    call or use. Not in a coding agent's turn (its answers name its tools to explain)."""
+    if turn.one_step or not answer or not _can_open(turn):
         return None
-    tool = next((t for n in turn.planned for t in turn.request.function_tools if t.name == n), None)
+    messages = turn.request.messages
+    start = request_index(messages)
+    called = {c.name for m in messages[(start or 0) + 1 :] for c in m.tool_calls}
+    for tool in turn.request.function_tools:
+        name = re.escape(tool.name)
+        if tool.name in called or len(tool.name) < 3:
+            continue
+        named = re.search(
+            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b",
+            answer,
+            re.IGNORECASE,
+        )
+        if named:
+            return tool.name
+    return None
+
+
+def planned_opening(turn: Turn, answer: str = "") -> tuple[str, str] | None:
+    """The step an answer of this turn is opened as: its tool's name and the opening of its
+    call, or None. The first planned step (:attr:`Turn.planned`), else the tool the answer
+    tells the user to call (:func:`described_tool`). Opened up to the value of its first
+    required parameter when that is a string
+    (:meth:`~toolshim.dialects.base.Dialect.opening_at`): handed ``[list_orders(``, the 1.5B
+    wrote ``[list_orders( u-17 )]`` and ``[list_orders(lookup_order("u-17"))]``."""
+    tools = turn.request.function_tools
+    tool = None
+    if tries_planned_step(turn):
+        tool = next((t for n in turn.planned for t in tools if t.name == n), None)
+    if tool is None:
+        described = described_tool(turn, answer)
+        tool = next((t for t in tools if t.name == described), None)
     if tool is None:
         return None
     properties = tool.parameters.get("properties")
@@ -194,7 +231,7 @@ def planned_opening(turn: Turn) -> tuple[str, str] | None:
 
 def planned_warning(name: str, written: str) -> str:
     return (
-        f"the model answered where a step was left ({name!r}: held back from its plan, or "
-        f"failed, until the results it needed were in); opened as that call, it wrote "
-        f"{written!r}"
+        f"the model answered where a step was left ({name!r}: held back from its plan, "
+        f"failed until the results it needed were in, or named in its answer as the call to "
+        f"make); opened as that call, it wrote {written!r}"
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.unreported import reports_failure, unrecovered_errors
@@ -128,3 +129,29 @@ async def test_an_answer_that_tells_of_it_stands() -> None:
     engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
     completion = await engine.acomplete(body())
     assert completion.message.text == told and len(seen) == 1
+
+
+async def test_after_a_step_opened_in_vain_the_silent_answer_is_asked_for_again() -> None:
+    """The 1.5B wrote both calls in one reply; the weather's failed, so the step was opened
+    again (toolshim.engine.plans) and it wrote the same failed call: its "sunny" answer was
+    then returned as it was."""
+    seen: list[dict[str, Any]] = []
+    again = "I could not get the weather for Nairobi: there is no weather data for it."
+
+    def reply(request: dict[str, Any]) -> str:
+        seen.append(request)
+        last = request["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + 'Nairobi")]'
+        return "The weather in Nairobi is currently sunny." if len(seen) == 1 else again
+
+    upstream = FunctionUpstream(reply)
+    engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
+    engine.registry.learn(upstream.key, "small", "prefill", "yes", Source.UPSTREAM)
+    request = body()
+    messages = request["messages"]
+    both = {**messages[1], "tool_calls": [*messages[1]["tool_calls"], *messages[3]["tool_calls"]]}
+    request["messages"] = [messages[0], both, messages[2], messages[4]]
+    completion = await engine.acomplete(request)
+    assert completion.message.text == again
+    assert [m["messages"][-1]["role"] for m in seen] == ["user", "assistant", "user"]

@@ -47,6 +47,7 @@ from toolshim.types import Message, Strategy
 __all__ = [
     "EMPTY_WARNING",
     "FORMAT_WARNING",
+    "UNREPORTED_WARNING",
     "AnswerWithoutTools",
     "Attempt",
     "CutOff",
@@ -262,9 +263,14 @@ class TurnDriver:
                 return AnswerWithoutTools(EMPTY_WARNING)
         if self.answered and attempt.prose.strip():
             return ReturnText(self.answered, attempt.finish)  # the answer before the check
-        if self.failed and not attempt.sent and not reports_failure(attempt.prose):
+        if not attempt.sent and self.silent_on_failure(attempt.prose):
             return AnswerWithoutTools(UNREPORTED_WARNING)
         return ReturnText(attempt.prose, attempt.finish)
+
+    def silent_on_failure(self, answer: str) -> bool:
+        """Whether ``answer`` says nothing of a call that failed (:attr:`failed`): it is asked
+        for again without tools (also after a :class:`NextStep` that found no call)."""
+        return self.failed and not reports_failure(answer)
 
     def _give_up(self, attempt: Attempt, summary: str) -> Step:
         """Re-asks are spent. A forced tool_choice fails; ``auto`` degrades to a text answer:

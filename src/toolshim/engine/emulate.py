@@ -231,6 +231,11 @@ async def emulate(turn: Turn) -> Completion:
                 step = await next_step(turn, driver.messages, partial(emulation_body, turn), text)
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
+                if driver.silent_on_failure(text):
+                    turn.warn(steps.UNREPORTED_WARNING)
+                    return await answer_without_calls(
+                        turn, partial(emulation_body, turn, instructions=False)
+                    )
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")

@@ -247,6 +247,11 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                     for chunk in call_chunks([step]):
                         yield chunk
                     yield StreamChunk(finish_reason="tool_calls")
+                elif driver.silent_on_failure(text):
+                    turn.warn(steps.UNREPORTED_WARNING)
+                    async for chunk in _answer_without_tools(turn):
+                        yield chunk
+                    return
                 else:
                     if text := gate.flush(text):
                         yield StreamChunk(content=text)

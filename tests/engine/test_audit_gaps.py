@@ -221,17 +221,22 @@ def repeat_warnings(out: Assembled) -> list[str]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_an_emulated_repeat_is_reasked_once_with_the_result_quoted(stream: bool) -> None:
+async def test_an_emulated_repeat_of_a_call_that_worked_is_answered_from_the_results(
+    stream: bool,
+) -> None:
+    """Told so, the 0.5B wrote the same call again in 56 of its 100 agent tasks: the answer is
+    asked for from the results at once, without a re-ask."""
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again, "It is 18 degrees and sunny in Paris."])
     engine = Engine(upstream, mode="force", registry=":memory:")
     out = await serve(engine, answered('{ "city" : "Paris" }'), stream)
     assert out.calls == {} and out.content == "It is 18 degrees and sunny in Paris."
-    assert upstream.calls == 2 and out.meta is not None and out.meta.reasks == 1
-    reask = upstream.history[1]["messages"][-1]["content"]
-    assert 'you already called get_weather({"city": "Paris"}) and have its result' in reask
-    assert "have its result: 'sunny'" in reask  # the result itself is quoted
+    assert upstream.calls == 2 and out.meta is not None and out.meta.reasks == 0
+    last = upstream.history[1]
+    assert "Do not call a tool" in last["messages"][-1]["content"]
+    assert "sunny" in last["messages"][-1]["content"]  # the result, folded into the question
     assert "tool calls emulated" not in out.meta.warnings
+    assert any("answered from the results without tools" in w for w in out.meta.warnings)
 
 
 async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_answer() -> None:
@@ -253,10 +258,15 @@ async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_an
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream: bool) -> None:
+    """A repeat of a call that failed is re-asked once (the fix may be another call); written
+    again, the answer is asked for from the results."""
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again, again, "18 degrees in Paris."])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    out = await serve(engine, answered(), stream)
+    body = answered(result=False)
+    failed = {"role": "tool", "tool_call_id": "c1", "content": "Error: station down, try later"}
+    body["messages"].append(failed)
+    out = await serve(engine, body, stream)
     assert out.calls == {} and out.content == "18 degrees in Paris."
     assert upstream.calls == 3
     last = upstream.history[2]["messages"]
@@ -264,7 +274,7 @@ async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream
     folded = last[-1]["content"]
     assert folded.startswith("What is the weather in Paris?")
     assert 'You called get_weather(city="Paris"); it returned:' in folded
-    assert "Answer the question using these results" in folded
+    assert "Tell the user, in plain words, what failed" in folded
     assert out.meta is not None
     assert any("answered from the results without tools" in w for w in out.meta.warnings)
 

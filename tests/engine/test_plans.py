@@ -412,3 +412,34 @@ async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_ca
     if not expected:
         assert completion.message.text == answer
     assert len(seen) == (1 if answer == "Have a great trip!" else 2)
+
+
+@pytest.mark.parametrize(
+    ("lookup", "opening"),
+    [
+        ('{"country": "Egypt", "capital": "Cairo"}', '[get_weather(city="Cairo'),
+        # Two new strings: which one is meant is the model's to say.
+        ('{"country": "Egypt", "capital": "Cairo", "largest": "Giza"}', '[get_weather(city="'),
+        ("The capital of Egypt is Cairo", '[get_weather(city="'),  # not JSON
+    ],
+    ids=["one-new-value", "two-new-values", "text"],
+)
+async def test_the_value_a_failed_step_lacked_is_written_for_the_model(
+    lookup: str, opening: str
+) -> None:
+    """The 0.5B, handed {"city": " after get_capital("Egypt") gave Cairo, wrote Egypt again."""
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(FunctionUpstream(weather_model('")]', seen)))
+    messages = calls_and_results((CAPITAL, WEATHER), results=[lookup, "error: unknown city"])
+    body = {
+        "model": "small",
+        "messages": [message_dict(m) for m in messages],
+        "tools": WEATHER_TOOLS,
+    }
+    completion = await engine.acomplete(body)
+    assert seen[1]["messages"][-1]["content"] == opening
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    if opening.endswith("Cairo"):
+        assert made == [("get_weather", {"city": "Cairo"})]
+    else:
+        assert made == []  # it wrote `")]`: a call with an empty city, not a new call

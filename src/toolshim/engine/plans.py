@@ -47,6 +47,7 @@ from toolshim.types import Message
 __all__ = [
     "MAX_PLANS",
     "PlanMemory",
+    "chained_value",
     "described_tool",
     "failed_steps",
     "planned_opening",
@@ -149,6 +150,52 @@ def failed_steps(messages: Sequence[Message]) -> tuple[str, ...]:
     return tuple(left)
 
 
+def chained_value(messages: Sequence[Message], name: str, parameter: str) -> str | None:
+    """The value a failed call of ``name`` lacked, where a later lookup gave it: the failed
+    call's ``parameter`` held a value (``"Egypt"``) that a call which worked, made no earlier,
+    took as an argument (``get_capital(country="Egypt")``), and that call's JSON result holds
+    exactly one string it was not given (``"Cairo"``). Handed ``{"city": "`` to go on from,
+    the 0.5B wrote "Egypt" again each time; the value is written for it, and it closes the
+    call (or changes it). None when that is not so."""
+    start = request_index(messages)
+    if start is None:
+        return None
+    calls: dict[str, tuple[int, Any]] = {}
+    failed_at: int | None = None
+    failed_value: Any = None
+    for i in range(start + 1, len(messages)):
+        message = messages[i]
+        for call in message.tool_calls:
+            try:
+                calls[call.id] = (i, json.loads(call.arguments or "{}"))
+            except ValueError:
+                continue
+            if call.name == name:
+                failed_at, failed_value = i, calls[call.id][1]
+    if failed_at is None or not isinstance(failed_value, dict):
+        return None
+    value = failed_value.get(parameter)
+    if not isinstance(value, str) or not value:
+        return None
+    found: set[str] = set()
+    for message in messages[start + 1 :]:
+        if message.role != "tool" or message.tool_call_id not in calls:
+            continue
+        position, arguments = calls[message.tool_call_id]
+        if position < failed_at or is_error_result(message.text):
+            continue
+        given = arguments.values() if isinstance(arguments, dict) else ()
+        if value not in given:
+            continue
+        try:
+            result = json.loads(message.text)
+        except ValueError:
+            continue
+        leaves = result.values() if isinstance(result, dict) else ()
+        found |= {v for v in leaves if isinstance(v, str) and v and v not in given}
+    return found.pop() if len(found) == 1 else None
+
+
 def steps_left(
     memory: PlanMemory, messages: Sequence[Message], *, coding: bool = False
 ) -> tuple[str, ...]:
@@ -224,7 +271,8 @@ def planned_opening(turn: Turn, answer: str = "") -> tuple[str, str] | None:
         first = None  # a number is written as it is: opened up to the arguments
     prefill = None
     if first is not None:
-        prefill = turn.dialect.opening_at(tool.name, {first: OPEN_HERE})
+        value = chained_value(turn.request.messages, tool.name, first) or ""
+        prefill = turn.dialect.opening_at(tool.name, {first: value + OPEN_HERE})
     prefill = prefill or turn.dialect.call_opening(tool.name)
     return (tool.name, prefill) if prefill else None
 

@@ -25,6 +25,7 @@ __all__ = [
     "ConsoleLogHandler",
     "UpstreamTarget",
     "check_upstream_choice",
+    "embedded_model",
     "fail",
     "open_registry",
     "registry_key",
@@ -163,16 +164,9 @@ def upstream_target(
         base_url = normalize_base_url(upstream)
         yield UpstreamTarget(base_url, base_url)
         return
-    from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
-    from toolshim.local.model import embedded_context
+    from toolshim.local import EmbeddedServer
 
-    if model_file is not None:
-        path = model_file
-    elif local_model:
-        path = ensure_model(local_model, progress=True)
-    else:
-        path = ensure_default_model(progress=True)
-    ctx_size = ctx_size or embedded_context(path)
+    path, ctx_size = embedded_model(model_file, local_model, ctx_size)
     console.print(f"[dim]starting the embedded model {escape(path.name)} (ctx {ctx_size}) …[/]")
     server = EmbeddedServer(path, ctx_size=ctx_size, threads=threads)
     server.start()
@@ -187,6 +181,24 @@ def upstream_target(
     finally:
         console.print("[dim]stopping the embedded model …[/]")
         server.stop()
+
+
+def embedded_model(
+    model_file: Path | None, local_model: str | None, ctx_size: int | None
+) -> tuple[Path, int]:
+    """The embedded model's file (``model_file``, else the known model ``local_model``, else
+    the default one, assembled on first use) and its context (``ctx_size``, else what the
+    model was trained for)."""
+    from toolshim.local import ensure_default_model, ensure_model
+    from toolshim.local.model import embedded_context
+
+    if model_file is not None:
+        path = model_file
+    elif local_model:
+        path = ensure_model(local_model, progress=True)
+    else:
+        path = ensure_default_model(progress=True)
+    return path, ctx_size or embedded_context(path)
 
 
 class ConsoleLogHandler(logging.Handler):

@@ -1,0 +1,219 @@
+"""What the BFCL, multi-turn and agent suites of ``toolshim eval`` share around their runner
+(imported as ``suite``):
+the options every one of them takes, the served upstream, the client to it, the report's
+common metadata, the run from what is left to do, and the one way a run's error ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import typer
+from rich.text import Text
+
+from toolshim.capabilities.registry import Registry
+from toolshim.cli._eval_run import RunLog
+from toolshim.cli._eval_run import resumed as resumed_from
+from toolshim.cli._eval_setup import (
+    build_configs,
+    err_console,
+    first_model,
+    machine,
+    sigterm_as_interrupt,
+    upstream_for_eval,
+)
+from toolshim.errors import ConfigError, ToolshimError
+from toolshim.evaluation.pick import engine_settings
+from toolshim.evaluation.runner import EvalConfig
+from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
+
+__all__ = [
+    "Options",
+    "Served",
+    "client",
+    "errors",
+    "meta",
+    "on_served",
+    "resumed",
+    "run_pending",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The ``toolshim eval`` options the BFCL, multi-turn and agent suites all take."""
+
+    upstream: str | None
+    model: str | None
+    model_file: Path | None
+    local_model: str | None
+    ctx_size: int | None
+    threads: int | None
+    api_key: str | None
+    configs: list[str]
+    modes: list[str]
+    dialects: list[str]
+    strategies: list[str]
+    baselines: list[str]
+    limit: int | None
+    seed: int | None
+    temperature: float
+    max_tokens: int | None
+    max_reasks: int
+    parallel: int
+    output: Path
+    resume: bool
+    report_only: bool
+    markdown: bool
+
+    def eval_configs(self, baselines: list[str]) -> list[EvalConfig]:
+        """The configurations named, with ``baselines`` where none was named."""
+        return build_configs(
+            self.modes, self.dialects, self.strategies, self.configs, self.baselines or baselines
+        )
+
+
+class Served(NamedTuple):
+    """The upstream a suite runs against, as :func:`upstream_for_eval` yields it."""
+
+    base_url: str
+    model: str | None
+    described: dict[str, Any]
+    facts: Callable[[Registry], object] | None
+
+
+@contextlib.contextmanager
+def errors(code: int | None = None) -> Iterator[None]:
+    """A toolshim error ends the command with its message and exit ``code`` (None: 2 for a
+    configuration error, 1 for any other)."""
+    try:
+        yield
+    except ToolshimError as exc:
+        if code is None:
+            code = 2 if isinstance(exc, ConfigError) else 1
+        err_console.print(Text.assemble(("error: ", "red"), exc.message))
+        raise typer.Exit(code) from None
+
+
+def on_served(
+    options: Options,
+    run: Callable[[Served], Coroutine[Any, Any, T]],
+    ctx_size: int | None,
+) -> T:
+    """``run`` on the upstream of ``options`` (the embedded model started for it, with
+    ``ctx_size`` a slot and a slot a parallel run), SIGTERM stopping it as Ctrl-C does."""
+    with (
+        sigterm_as_interrupt(),
+        upstream_for_eval(
+            options.upstream,
+            options.model_file,
+            options.local_model,
+            ctx_size,
+            options.threads,
+            options.parallel,
+        ) as served,
+    ):
+        return asyncio.run(run(Served(*served)))
+
+
+@contextlib.asynccontextmanager
+async def client(
+    served: Served,
+    options: Options,
+    *,
+    budget: float = DEFAULT_TIMEOUT,
+    first: Callable[[OpenAIUpstream], Awaitable[str]] = first_model,
+) -> AsyncIterator[tuple[OpenAIUpstream, str]]:
+    """The client to ``served`` (its facts under the embedded model's stable key, its port
+    changing every run), ``budget`` seconds for a read, and the model to ask: ``--model``,
+    else the served one, else the upstream's first; closed at the end."""
+    upstream = OpenAIUpstream(
+        served.base_url,
+        api_key=options.api_key,
+        key=served.described.get("upstream_key"),
+        timeout=budget,
+    )
+    try:
+        yield upstream, options.model or served.model or await first(upstream)
+    finally:
+        await upstream.aclose()
+
+
+class _Engines(Protocol):
+    engines: Any
+
+
+def meta(
+    served: Served,
+    previous: dict[str, Any],
+    model: str,
+    configs: Sequence[EvalConfig],
+    runner: _Engines,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A report's metadata: what ``served`` says of itself, the model, the configurations
+    and engine settings (with those of the ``previous`` report resumed), ``fields``, when it
+    started (the resumed report's start) and on what machine."""
+    return {
+        **served.described,
+        **fields,
+        "model": model,
+        "configs": list(dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])),
+        "settings": {
+            **previous.get("settings", {}),
+            **engine_settings(runner.engines, model),
+        },
+        "started": previous.get("started") or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+    }
+
+
+def resumed(
+    options: Options,
+    load: Callable[[Path], tuple[dict[str, Any], list[R]]],
+    items: Iterable[Any],
+    item_of: Callable[[R], str],
+) -> tuple[dict[str, Any], list[R]]:
+    """The report's metadata and the records of ``items`` (``item_of``: a record's item id)
+    it holds when ``--resume`` continues it; nothing otherwise."""
+    wanted = {item.id for item in items}
+    return resumed_from(options.output, options.resume, load, lambda r: item_of(r) in wanted)
+
+
+async def run_pending(
+    runner: Any,
+    items: Sequence[Any],
+    records: list[R],
+    key: Callable[[R], tuple[str, str]],
+    *,
+    log: RunLog[R],
+    meta: dict[str, Any],
+    write: Callable[[dict[str, Any], list[R]], object],
+    header: Callable[[int, int], str],
+    wall_before: float = 0.0,
+) -> None:
+    """Run what ``records`` (resumed) do not hold yet (``key``: a record's item and
+    configuration), ``header(runs to do, runs done)`` said first, each record shown by ``log``
+    and the report written by ``write`` as the run goes."""
+    done = {key(r) for r in records}
+    total = runner.pending(items, done)
+    log.console.print(header(total, len(done)))
+    run = partial(runner.run, items, skip=done, parallel=meta["parallel"])
+    await log.run(run, records, total, meta, write, wall_before)

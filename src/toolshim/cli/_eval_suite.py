@@ -16,13 +16,15 @@ from collections.abc import (
     Iterable,
     Iterator,
     Sequence,
+    Sized,
 )
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import typer
+from rich.console import Console
 from rich.text import Text
 
 from toolshim.capabilities.registry import Registry
@@ -38,7 +40,7 @@ from toolshim.cli._eval_setup import (
 )
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.pick import engine_settings
-from toolshim.evaluation.runner import EvalConfig
+from toolshim.evaluation.runner import EvalConfig, SuiteRunner
 from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
 
 __all__ = [
@@ -50,10 +52,12 @@ __all__ = [
     "on_served",
     "resumed",
     "run_pending",
+    "show",
 ]
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S", bound=Sized)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,26 +160,20 @@ async def client(
         await upstream.aclose()
 
 
-class _Engines(Protocol):
-    engines: Any
-
-
 def meta(
-    served: Served,
-    previous: dict[str, Any],
-    model: str,
-    configs: Sequence[EvalConfig],
-    runner: _Engines,
-    **fields: Any,
+    served: Served, previous: dict[str, Any], runner: SuiteRunner[Any, Any], **fields: Any
 ) -> dict[str, Any]:
-    """A report's metadata: what ``served`` says of itself, the model, the configurations
-    and engine settings (with those of the ``previous`` report resumed), ``fields``, when it
-    started (the resumed report's start) and on what machine."""
+    """A report's metadata: what ``served`` says of itself, ``fields``, the runner's model,
+    configurations and engine settings (with those of the ``previous`` report resumed), when
+    it started (the resumed report's start) and on what machine."""
+    model = runner.model
     return {
         **served.described,
         **fields,
         "model": model,
-        "configs": list(dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])),
+        "configs": list(
+            dict.fromkeys([*previous.get("configs", []), *(c.label for c in runner.configs)])
+        ),
         "settings": {
             **previous.get("settings", {}),
             **engine_settings(runner.engines, model),
@@ -198,7 +196,7 @@ def resumed(
 
 
 async def run_pending(
-    runner: Any,
+    runner: SuiteRunner[Any, R],
     items: Sequence[Any],
     records: list[R],
     key: Callable[[R], tuple[str, str]],
@@ -217,3 +215,24 @@ async def run_pending(
     log.console.print(header(total, len(done)))
     run = partial(runner.run, items, skip=done, parallel=meta["parallel"])
     await log.run(run, records, total, meta, write, wall_before)
+
+
+def show(
+    summaries: S,
+    console: Console,
+    render: Callable[[S, Console], object],
+    as_markdown: Callable[[S], str],
+    *,
+    markdown: bool,
+    nothing: str,
+    nothing_on: Console | None = None,
+) -> bool:
+    """Print a report's ``summaries`` (``render``), with their Markdown table when asked;
+    False, with ``nothing`` said (on ``nothing_on``), when there are none yet."""
+    if not summaries:
+        (nothing_on or console).print(nothing)
+        return False
+    render(summaries, console)
+    if markdown:
+        console.print(as_markdown(summaries), markup=False, highlight=False, soft_wrap=True)
+    return True

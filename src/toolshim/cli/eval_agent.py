@@ -53,8 +53,6 @@ async def evaluate_agent(
         meta = suite.meta(
             served,
             {},  # a resumed run's report starts again
-            model_name,
-            configs,
             runner,
             suite="agent",
             tasks=len(tasks),
@@ -97,13 +95,14 @@ def _line(r: AgentRecord) -> str:
 
 
 def show_agent(records: list[AgentRecord], console: Console, *, markdown: bool, title: str) -> None:
-    summaries = summarize_agent(records)
-    if not summaries:
-        console.print("The report has no tasks yet.")
-        return
-    render_agent_table(summaries, console, title)
-    if markdown:
-        console.print(agent_markdown(summaries), markup=False, highlight=False, soft_wrap=True)
+    suite.show(
+        summarize_agent(records),
+        console,
+        lambda summaries, out: render_agent_table(summaries, out, title),
+        agent_markdown,
+        markdown=markdown,
+        nothing="The report has no tasks yet.",
+    )
 
 
 DEFAULT_AGENT_OUTPUT = Path("toolshim-agent-eval.json")

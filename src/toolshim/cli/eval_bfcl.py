@@ -61,8 +61,6 @@ async def _evaluate(
         meta = suite.meta(
             served,
             previous,
-            model_name,
-            configs,
             runner,
             categories=list(dict.fromkeys(c.category for c in cases)),
             limit=limit,
@@ -153,12 +151,17 @@ def _title(meta: dict[str, Any]) -> str:
 def _show(records: list[CaseRecord], chart: Path, markdown: bool, *, title: str) -> None:
     """The tables, the chart and (optionally) the Markdown table of ``records``."""
     summaries = summarize(records)
-    if not summaries:
-        err_console.print("The report has no cases yet.")
+    shown = suite.show(
+        summaries,
+        console,
+        lambda summaries, out: render_tables(summaries, out, title=title),
+        markdown_table,
+        markdown=markdown,
+        nothing="The report has no cases yet.",
+        nothing_on=err_console,
+    )
+    if not shown:
         return
-    render_tables(summaries, console, title=title)
-    if markdown:
-        console.print(markdown_table(summaries), markup=False, highlight=False, soft_wrap=True)
     with suite.errors(code=1):
         path = write_chart(chart, summaries, title=title)
     err_console.print(f"Chart: {path}")

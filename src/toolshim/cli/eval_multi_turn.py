@@ -63,8 +63,6 @@ async def _evaluate(
         meta = suite.meta(
             served,
             previous,
-            model_name,
-            configs,
             runner,
             limit=limit,
             seed=options.seed,
@@ -115,13 +113,14 @@ def _line(record: MultiTurnRecord) -> str:
 def show_multi_turn(
     records: list[MultiTurnRecord], console: Console, *, markdown: bool, title: str
 ) -> None:
-    summaries = summarize_multi_turn(records)
-    if not summaries:
-        console.print("The report has no cases yet.")
-        return
-    render_multi_turn_table(summaries, console, title)
-    if markdown:
-        console.print(multi_turn_markdown(summaries), markup=False, highlight=False, soft_wrap=True)
+    suite.show(
+        summarize_multi_turn(records),
+        console,
+        lambda summaries, out: render_multi_turn_table(summaries, out, title),
+        multi_turn_markdown,
+        markdown=markdown,
+        nothing="The report has no cases yet.",
+    )
 
 
 def _title(meta: dict[str, Any]) -> str:

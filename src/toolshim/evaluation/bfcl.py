@@ -89,19 +89,13 @@ RELEVANCE_CATEGORIES: frozenset[str] = frozenset(
 """Categories scored only on whether a call was made (no possible answer to compare with)."""
 
 SUPPORTED_CATEGORIES: tuple[str, ...] = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
+    *(CATEGORY_ALIASES.get(c, c) for c in DEFAULT_CATEGORIES if c != "live_irrelevance"),
     "live_parallel_multiple",
     "live_irrelevance",
     "live_relevance",
 )
-"""BFCL's single-turn Python categories: the ones its AST checker scores from one reply."""
+"""BFCL's single-turn Python categories: the ones its AST checker scores from one reply (the
+default sample's, and three more)."""
 
 FC_PROFILE = "gpt-4o-2024-11-20-FC"
 """The BFCL model key the checker scores tool calls under: a function-calling model whose

@@ -108,23 +108,27 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.spec.startup_timeout)
         except TimeoutError:
-            await self._halt(cancel=True)
-            self._down(f"it did not start within {self.spec.startup_timeout:g} s")
-            raise MCPServerError(
-                f"MCP server {self.name!r} ({self.spec.describe()}) did not start within "
-                f"{self.spec.startup_timeout:g} s{self._tail()}",
-                server=self.name,
-                timed_out=True,
+            within = f"within {self.spec.startup_timeout:g} s"
+            raise await self._not_started(
+                f"it did not start {within}", f"did not start {within}", timed_out=True
             ) from None
         except Exception as exc:
-            await self._halt(cancel=True)
-            self._down(f"it could not start ({_reason(exc)})")
-            raise MCPServerError(
-                f"MCP server {self.name!r} ({self.spec.describe()}) could not start: "
-                f"{_reason(exc)}{self._tail()}",
-                server=self.name,
+            reason = _reason(exc)
+            raise await self._not_started(
+                f"it could not start ({reason})", f"could not start: {reason}"
             ) from exc
         self.state = "ready"
+
+    async def _not_started(self, why: str, said: str, *, timed_out: bool = False) -> MCPServerError:
+        """Stop what a failed start left and mark the server down (``why``); the error that
+        says it ``said``, with the end of its stderr."""
+        await self._halt(cancel=True)
+        self._down(why)
+        return MCPServerError(
+            f"MCP server {self.name!r} ({self.spec.describe()}) {said}{self._tail()}",
+            server=self.name,
+            timed_out=timed_out,
+        )
 
     async def stop(self) -> None:
         """Stop the server (its process ends); calls after this start it again."""

@@ -312,20 +312,22 @@ class ResponsesStreamEncoder:
             self._reasoning, added = self._open(data)
             out.append(added)
             out.append(self._part_event("added", self._reasoning, "reasoning_text", ""))
-        item = self._reasoning
-        item.text += delta
-        out.append(
-            self._event(
-                {
-                    "type": "response.reasoning_text.delta",
-                    "item_id": item.data["id"],
-                    "output_index": item.output_index,
-                    "content_index": 0,
-                    "delta": delta,
-                }
-            )
-        )
+        out.append(self._grow(self._reasoning, "response.reasoning_text.delta", delta))
         return out
+
+    def _grow(self, item: _Item, kind: str, delta: str, **more: Any) -> bytes:
+        """``delta`` added to the text of ``item``, and the ``kind`` of event that says so."""
+        item.text += delta
+        return self._event(
+            {
+                "type": kind,
+                "item_id": item.data["id"],
+                "output_index": item.output_index,
+                "content_index": 0,
+                "delta": delta,
+                **more,
+            }
+        )
 
     def _open_text(self) -> list[bytes]:
         if self._text is not None:
@@ -338,21 +340,8 @@ class ResponsesStreamEncoder:
 
     def _text_delta(self, delta: str) -> list[bytes]:
         out = self._open_text()
-        item = self._text
-        assert item is not None
-        item.text += delta
-        out.append(
-            self._event(
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": item.data["id"],
-                    "output_index": item.output_index,
-                    "content_index": 0,
-                    "delta": delta,
-                    "logprobs": [],
-                }
-            )
-        )
+        assert self._text is not None
+        out.append(self._grow(self._text, "response.output_text.delta", delta, logprobs=[]))
         return out
 
     def _call_delta(

@@ -28,6 +28,7 @@ __all__ = [
     "embedded_model",
     "fail",
     "open_registry",
+    "registry_and_target",
     "registry_key",
     "upstream_target",
 ]
@@ -181,6 +182,25 @@ def upstream_target(
     finally:
         console.print("[dim]stopping the embedded model …[/]")
         server.stop()
+
+
+@contextmanager
+def registry_and_target(
+    registry: str | Path | None,
+    upstream: str | None,
+    model_file: Path | None,
+    console: Console,
+    *,
+    local_model: str | None = None,
+    ctx_size: int | None = None,
+) -> Iterator[tuple[Registry, UpstreamTarget]]:
+    """The registry ``--registry`` names (:func:`open_registry`) and the upstream or embedded
+    model the command talks to (:func:`upstream_target`), its facts recorded there."""
+    store = open_registry(registry, console)
+    with upstream_target(
+        upstream, model_file, store, console, local_model=local_model, ctx_size=ctx_size
+    ) as target:
+        yield store, target
 
 
 def embedded_model(

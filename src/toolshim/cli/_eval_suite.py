@@ -21,7 +21,7 @@ from collections.abc import (
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import typer
 from rich.console import Console
@@ -45,6 +45,7 @@ from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
 
 __all__ = [
     "Options",
+    "ReportView",
     "Served",
     "client",
     "errors",
@@ -52,7 +53,6 @@ __all__ = [
     "on_served",
     "resumed",
     "run_pending",
-    "show",
 ]
 
 T = TypeVar("T")
@@ -217,22 +217,35 @@ async def run_pending(
     await log.run(run, records, total, meta, write, wall_before)
 
 
-def show(
-    summaries: S,
-    console: Console,
-    render: Callable[[S, Console], object],
-    as_markdown: Callable[[S], str],
-    *,
-    markdown: bool,
-    nothing: str,
-    nothing_on: Console | None = None,
-) -> bool:
-    """Print a report's ``summaries`` (``render``), with their Markdown table when asked;
-    False, with ``nothing`` said (on ``nothing_on``), when there are none yet."""
-    if not summaries:
-        (nothing_on or console).print(nothing)
-        return False
-    render(summaries, console)
-    if markdown:
-        console.print(as_markdown(summaries), markup=False, highlight=False, soft_wrap=True)
-    return True
+@dataclass(frozen=True, slots=True)
+class ReportView(Generic[R, S]):
+    """How a suite's report is shown: its records ``summarize``d, the summaries ``render``ed
+    (on a console, under a title), their Markdown table, and what is said when there are
+    none yet (``nothing``)."""
+
+    summarize: Callable[[list[R]], S]
+    render: Callable[[S, Console, str], object]
+    as_markdown: Callable[[S], str]
+    nothing: str
+
+    def __call__(
+        self,
+        records: list[R],
+        console: Console,
+        *,
+        markdown: bool,
+        title: str,
+        nothing_on: Console | None = None,
+    ) -> S | None:
+        """Show ``records`` on ``console`` (with their Markdown table when asked); their
+        summaries, or None (``nothing`` said on ``nothing_on``) when there are none yet."""
+        summaries = self.summarize(records)
+        if not summaries:
+            (nothing_on or console).print(self.nothing)
+            return None
+        self.render(summaries, console, title)
+        if markdown:
+            console.print(
+                self.as_markdown(summaries), markup=False, highlight=False, soft_wrap=True
+            )
+        return summaries

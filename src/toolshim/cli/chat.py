@@ -20,8 +20,7 @@ from toolshim.cli._common import (
     UpstreamTarget,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    registry_and_target,
 )
 from toolshim.cli._options import (
     CtxSizeOption,
@@ -168,10 +167,9 @@ def chat(
     toolshim_log.addHandler(handler)
     toolshim_log.propagate = False
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, model_file, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             code = asyncio.run(
                 _session(
                     target,

@@ -94,15 +94,10 @@ def _line(r: AgentRecord) -> str:
     return f"{r.task_id} {r.config} {_mark(r)} {r.llm_calls} call(s) {r.seconds:.1f}s"
 
 
-def show_agent(records: list[AgentRecord], console: Console, *, markdown: bool, title: str) -> None:
-    suite.show(
-        summarize_agent(records),
-        console,
-        lambda summaries, out: render_agent_table(summaries, out, title),
-        agent_markdown,
-        markdown=markdown,
-        nothing="The report has no tasks yet.",
-    )
+show_agent = suite.ReportView(
+    summarize_agent, render_agent_table, agent_markdown, "The report has no tasks yet."
+)
+"""The agent suite's tables (and Markdown) of a report's records."""
 
 
 DEFAULT_AGENT_OUTPUT = Path("toolshim-agent-eval.json")

@@ -148,19 +148,18 @@ def _title(meta: dict[str, Any]) -> str:
     return f"BFCL on {model} (temperature {meta.get('temperature', '?')}, max_tokens {meta.get('max_tokens', '?')})"
 
 
+_VIEW = suite.ReportView(
+    summarize,
+    lambda summaries, out, title: render_tables(summaries, out, title=title),
+    markdown_table,
+    "The report has no cases yet.",
+)
+
+
 def _show(records: list[CaseRecord], chart: Path, markdown: bool, *, title: str) -> None:
     """The tables, the chart and (optionally) the Markdown table of ``records``."""
-    summaries = summarize(records)
-    shown = suite.show(
-        summaries,
-        console,
-        lambda summaries, out: render_tables(summaries, out, title=title),
-        markdown_table,
-        markdown=markdown,
-        nothing="The report has no cases yet.",
-        nothing_on=err_console,
-    )
-    if not shown:
+    summaries = _VIEW(records, console, markdown=markdown, title=title, nothing_on=err_console)
+    if summaries is None:
         return
     with suite.errors(code=1):
         path = write_chart(chart, summaries, title=title)

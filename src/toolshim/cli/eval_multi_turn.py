@@ -110,17 +110,13 @@ def _line(record: MultiTurnRecord) -> str:
     )
 
 
-def show_multi_turn(
-    records: list[MultiTurnRecord], console: Console, *, markdown: bool, title: str
-) -> None:
-    suite.show(
-        summarize_multi_turn(records),
-        console,
-        lambda summaries, out: render_multi_turn_table(summaries, out, title),
-        multi_turn_markdown,
-        markdown=markdown,
-        nothing="The report has no cases yet.",
-    )
+show_multi_turn = suite.ReportView(
+    summarize_multi_turn,
+    render_multi_turn_table,
+    multi_turn_markdown,
+    "The report has no cases yet.",
+)
+"""The multi-turn table (and Markdown) of a report's records."""
 
 
 def _title(meta: dict[str, Any]) -> str:

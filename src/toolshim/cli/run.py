@@ -29,8 +29,7 @@ from toolshim.cli._common import (
     EMBEDDED_HINT,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    registry_and_target,
 )
 from toolshim.cli._options import (
     CtxSizeOption,
@@ -148,10 +147,9 @@ def run_command(
     report = _Report(err, verbose=verbose, phases=len(spec.phases))
     params = {"temperature": temperature} if temperature is not None else None
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, None, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, None, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             traced = TracingUpstream(
                 OpenAIUpstream(target.base_url, key=target.key, api_key=api_key),
                 on_request=report.request if verbose else None,

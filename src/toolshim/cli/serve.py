@@ -25,8 +25,7 @@ from toolshim.cli._common import (
     UpstreamTarget,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    registry_and_target,
 )
 from toolshim.cli._listening import is_loopback, listen
 from toolshim.cli._options import (
@@ -277,10 +276,9 @@ def serve(
     sock = listen(host, port, err)
     previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, model_file, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             client = AiohttpUpstream(
                 target.base_url,
                 key=target.key,

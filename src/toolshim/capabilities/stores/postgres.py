@@ -30,7 +30,7 @@ from toolshim.capabilities.store import (
 )
 from toolshim.capabilities.stores.base import Forgetting, SharedStore, layer_row, stored_fact
 from toolshim.capabilities.stores.listening import ListeningWatch, Receive
-from toolshim.errors import ConfigError
+from toolshim.extras import require
 
 if TYPE_CHECKING:
     import psycopg
@@ -80,14 +80,9 @@ T = TypeVar("T")
 
 
 def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigError(
-            "a postgresql:// registry needs psycopg: pip install 'toolshim[postgres]'",
-            param="registry",
-        ) from exc
-    return psycopg
+    return require(
+        "psycopg", "postgres", "a postgresql:// registry needs psycopg", param="registry"
+    )
 
 
 class PostgresStore(SharedStore):

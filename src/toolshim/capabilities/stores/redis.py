@@ -36,7 +36,8 @@ from toolshim.capabilities.store import (
 )
 from toolshim.capabilities.stores.base import Forgetting, SharedStore, stored_fact
 from toolshim.capabilities.stores.listening import ListeningWatch, Receive
-from toolshim.errors import ConfigError, StoreError
+from toolshim.errors import StoreError
+from toolshim.extras import require
 
 __all__ = ["MIGRATIONS", "RedisStore", "RedisWatch"]
 
@@ -100,13 +101,7 @@ T = TypeVar("T")
 
 
 def _redis() -> Any:
-    try:
-        import redis
-    except ImportError as exc:
-        raise ConfigError(
-            "a redis:// registry needs redis-py: pip install 'toolshim[redis]'", param="registry"
-        ) from exc
-    return redis
+    return require("redis", "redis", "a redis:// registry needs redis-py", param="registry")
 
 
 class RedisStore(SharedStore):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -53,8 +53,8 @@ class Forgetting:
 
 
 class StoreFront:
-    """The two write methods whose arguments every store reads the same way: a store
-    implements ``_forget(which)`` and ``_record_seen(rows)``."""
+    """The methods every store reads the same way around its own storage: a store implements
+    ``_forget(which)``, ``_record_seen(rows)`` and ``_seen_rows()``."""
 
     def forget(
         self,
@@ -80,7 +80,18 @@ class StoreFront:
         if rows:
             self._record_seen(rows)
 
+    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+        return sorted(
+            (str(where), str(model), float(stamp))
+            for where, model, stamp in self._seen_rows()
+            if upstream in (None, where)
+        )
+
     def _forget(self, which: Forgetting) -> int:
+        raise NotImplementedError
+
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
+        """Every (upstream, model, last seen) the store holds."""
         raise NotImplementedError
 
     def _record_seen(self, rows: list[tuple[str, str, float]]) -> None:

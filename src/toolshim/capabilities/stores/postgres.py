@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolshim.capabilities.facts import Fact, strongest
@@ -225,14 +225,9 @@ class PostgresStore(SharedStore):
 
         self._run(work)
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
         sql = "SELECT upstream, model, last_seen FROM toolshim_models"
-        args: tuple[str, ...] = ()
-        if upstream is not None:
-            sql += " WHERE upstream = %s"
-            args = (upstream,)
-        found = self._run(lambda c: c.execute(sql + " ORDER BY upstream, model", args).fetchall())
-        return [(str(r[0]), str(r[1]), float(r[2])) for r in found]
+        return self._run(lambda c: c.execute(sql).fetchall())
 
     def watch(self, changed: Changed) -> PostgresWatch:
         return PostgresWatch(self, changed)

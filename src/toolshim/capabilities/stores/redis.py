@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -264,14 +264,9 @@ class RedisStore(SharedStore):
         fields = {f"{upstream}{SEP}{m}": stamp for upstream, m, stamp in rows}
         self._run(lambda c: c.hset(self.key("seen"), mapping=fields))
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
         found = self._run(lambda c: c.hgetall(self.key("seen")))
-        out = []
-        for field, stamp in found.items():
-            where, model = field.split(SEP, 1)
-            if upstream in (None, where):
-                out.append((where, model, float(stamp)))
-        return sorted(out)
+        return [(*field.split(SEP, 1), stamp) for field, stamp in found.items()]
 
     def watch(self, changed: Changed) -> RedisWatch:
         return RedisWatch(self, changed)

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -180,14 +180,8 @@ class SQLiteStore(StoreFront, SQLiteOpening):
                 rows,
             )
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
-        sql = "SELECT upstream, model, last_seen FROM models"
-        args: tuple[str, ...] = ()
-        if upstream is not None:
-            sql += " WHERE upstream = ?"
-            args = (upstream,)
-        rows = self._query(sql + " ORDER BY upstream, model", args)
-        return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
+        return self._query("SELECT upstream, model, last_seen FROM models")
 
     # -- documents ----------------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolshim.capabilities.registry import Registry
-from toolshim.errors import ConfigError
+from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
+from toolshim.redact import redact
 from toolshim.upstreams.openai_http import normalize_base_url
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "check_upstream_choice",
     "embedded_model",
     "fail",
+    "fail_for",
     "open_registry",
     "registry_and_target",
     "registry_key",
@@ -47,6 +49,22 @@ def fail(console: Console, message: str, hint: str | None = None, code: int = 2)
     if hint:
         console.print(f"hint: {escape(hint)}", highlight=False)
     raise typer.Exit(code)
+
+
+def fail_for(
+    console: Console,
+    exc: ToolshimError,
+    code: int = 1,
+    *,
+    secrets: tuple[str, ...] | None = None,
+) -> NoReturn:
+    """End the command on ``exc``: its message (with ``secrets`` and credentials masked, where
+    ``secrets`` are given), and for an error of the embedded model :data:`EMBEDDED_HINT` (exit
+    2); exit ``code`` for any other."""
+    message = exc.message if secrets is None else redact(exc.message, secrets)
+    if isinstance(exc, LocalModelError):
+        fail(console, message, EMBEDDED_HINT)
+    fail(console, message, code=code)
 
 
 def open_registry(where: str | Path | None, console: Console) -> Registry:

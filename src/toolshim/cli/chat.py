@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolshim.cli._common import (
-    EMBEDDED_HINT,
     ConsoleLogHandler,
     UpstreamTarget,
     check_upstream_choice,
     fail,
+    fail_for,
     registry_and_target,
 )
 from toolshim.cli._options import (
@@ -35,7 +35,7 @@ from toolshim.cli._options import (
     UpstreamApiKeyOption,
     UpstreamOption,
 )
-from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
+from toolshim.errors import ConfigError, ToolshimError, UpstreamError
 
 if TYPE_CHECKING:
     from toolshim.agent.tools import Tool
@@ -183,10 +183,8 @@ def chat(
                     refresh_models=refresh_models,
                 )
             )
-    except LocalModelError as exc:
-        fail(err, exc.message, EMBEDDED_HINT)
     except ToolshimError as exc:
-        fail(err, exc.message, code=1)
+        fail_for(err, exc)
     finally:
         toolshim_log.removeHandler(handler)
         toolshim_log.propagate = True

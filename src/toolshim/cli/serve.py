@@ -21,10 +21,10 @@ from toolshim.cli._caller_options import (
     StoreMaxSizeOption,
 )
 from toolshim.cli._common import (
-    EMBEDDED_HINT,
     UpstreamTarget,
     check_upstream_choice,
     fail,
+    fail_for,
     registry_and_target,
 )
 from toolshim.cli._listening import is_loopback, listen
@@ -61,7 +61,7 @@ from toolshim.cli._serve_limits import (
     build_limits,
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS
-from toolshim.errors import ConfigError, LocalModelError, ToolshimError
+from toolshim.errors import ConfigError, ToolshimError
 from toolshim.redact import credential_values, redact, url_without_credentials
 
 if TYPE_CHECKING:
@@ -330,10 +330,8 @@ def serve(
             _run(app, sock, log_level)
     except (KeyboardInterrupt, _Stop):
         pass
-    except LocalModelError as exc:
-        fail(err, redact(exc.message, secrets), EMBEDDED_HINT)
     except ToolshimError as exc:
-        fail(err, redact(exc.message, secrets))
+        fail_for(err, exc, 2, secrets=secrets)
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         sock.close()

@@ -1,7 +1,7 @@
 """What the BFCL, multi-turn and agent suites of ``toolshim eval`` share around their runner
-(imported as ``suite``):
-the options every one of them takes, the served upstream, the client to it, the report's
-common metadata, the run from what is left to do, and the one way a run's error ends it."""
+(they import it as ``suite``): the options they all take, the served upstream and the client
+to it, the report's common metadata, resuming, the run of what is left to do, the tables, and
+the one way a toolshim error ends the command."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Coroutine,
     Iterable,
@@ -143,7 +142,6 @@ async def client(
     options: Options,
     *,
     budget: float = DEFAULT_TIMEOUT,
-    first: Callable[[OpenAIUpstream], Awaitable[str]] = first_model,
 ) -> AsyncIterator[tuple[OpenAIUpstream, str]]:
     """The client to ``served`` (its facts under the embedded model's stable key, its port
     changing every run), ``budget`` seconds for a read, and the model to ask: ``--model``,
@@ -155,7 +153,7 @@ async def client(
         timeout=budget,
     )
     try:
-        yield upstream, options.model or served.model or await first(upstream)
+        yield upstream, options.model or served.model or await first_model(upstream)
     finally:
         await upstream.aclose()
 
@@ -201,6 +199,7 @@ async def run_pending(
     records: list[R],
     key: Callable[[R], tuple[str, str]],
     *,
+    parallel: int,
     log: RunLog[R],
     meta: dict[str, Any],
     write: Callable[[dict[str, Any], list[R]], object],
@@ -208,12 +207,12 @@ async def run_pending(
     wall_before: float = 0.0,
 ) -> None:
     """Run what ``records`` (resumed) do not hold yet (``key``: a record's item and
-    configuration), ``header(runs to do, runs done)`` said first, each record shown by ``log``
-    and the report written by ``write`` as the run goes."""
+    configuration), ``parallel`` at a time, ``header(runs to do, runs done)`` said first, each
+    record shown by ``log`` and the report written by ``write`` as the run goes."""
     done = {key(r) for r in records}
     total = runner.pending(items, done)
     log.console.print(header(total, len(done)))
-    run = partial(runner.run, items, skip=done, parallel=meta["parallel"])
+    run = partial(runner.run, items, skip=done, parallel=parallel)
     await log.run(run, records, total, meta, write, wall_before)
 
 

@@ -76,6 +76,7 @@ async def evaluate_agent(
                 tasks,
                 records,
                 lambda r: (r.task_id, r.config),
+                parallel=options.parallel,
                 log=RunLog(err_console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}")),
                 meta=meta,
                 write=partial(write_agent_report, options.output),

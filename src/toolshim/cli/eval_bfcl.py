@@ -83,6 +83,7 @@ async def _evaluate(
             cases,
             records,
             lambda r: (r.case_id, r.config),
+            parallel=options.parallel,
             log=RunLog(err_console, _line, bar=("eval", _progress)),
             meta=meta,
             write=partial(write_report, options.output),

@@ -89,6 +89,7 @@ async def _evaluate(
                 cases,
                 records,
                 lambda r: (r.case_id, r.config),
+                parallel=options.parallel,
                 log=RunLog(err_console, _line),
                 meta=meta,
                 write=partial(write_multi_turn_report, output),

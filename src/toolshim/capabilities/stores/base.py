@@ -1,5 +1,5 @@
-"""What the three capability stores share: the front of ``forget`` and ``record_seen`` (each
-store only deletes or writes), the SQL ``WHERE`` of a deletion, reading a stored layer back
+"""What the three capability stores share: the front of ``forget``, ``record_seen`` and
+``seen`` (each store only deletes, writes or reads its rows), the SQL ``WHERE`` of a deletion, reading a stored layer back
 into a :class:`~toolshim.capabilities.facts.Fact`, and for the shared stores (PostgreSQL,
 Redis) their URL, password scrubbing, errors and the early connection attempt."""
 

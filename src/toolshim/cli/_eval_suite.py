@@ -208,12 +208,16 @@ async def run_pending(
 ) -> None:
     """Run what ``records`` (resumed) do not hold yet (``key``: a record's item and
     configuration), ``parallel`` at a time, ``header(runs to do, runs done)`` said first, each
-    record shown by ``log`` and the report written by ``write`` as the run goes."""
-    done = {key(r) for r in records}
-    total = runner.pending(items, done)
-    log.console.print(header(total, len(done)))
-    run = partial(runner.run, items, skip=done, parallel=parallel)
-    await log.run(run, records, total, meta, write, wall_before)
+    record shown by ``log`` and the report written by ``write`` as the run goes; the runner
+    (its engines) closed at the end, however the run ends."""
+    try:
+        done = {key(r) for r in records}
+        total = runner.pending(items, done)
+        log.console.print(header(total, len(done)))
+        run = partial(runner.run, items, skip=done, parallel=parallel)
+        await log.run(run, records, total, meta, write, wall_before)
+    finally:
+        await runner.aclose()
 
 
 @dataclass(frozen=True, slots=True)

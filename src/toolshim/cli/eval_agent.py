@@ -70,20 +70,17 @@ async def evaluate_agent(
                 f"{options.parallel} at a time: {total} runs to do"
             )
 
-        try:
-            await suite.run_pending(
-                runner,
-                tasks,
-                records,
-                lambda r: (r.task_id, r.config),
-                parallel=options.parallel,
-                log=RunLog(err_console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}")),
-                meta=meta,
-                write=partial(write_agent_report, options.output),
-                header=header,
-            )
-        finally:
-            await runner.aclose()
+        await suite.run_pending(
+            runner,
+            tasks,
+            records,
+            lambda r: (r.task_id, r.config),
+            parallel=options.parallel,
+            log=RunLog(err_console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}")),
+            meta=meta,
+            write=partial(write_agent_report, options.output),
+            header=header,
+        )
         return records
 
 

@@ -83,21 +83,18 @@ async def _evaluate(
                 + (f" ({done} already in {output})" if done else "")
             )
 
-        try:
-            await suite.run_pending(
-                runner,
-                cases,
-                records,
-                lambda r: (r.case_id, r.config),
-                parallel=options.parallel,
-                log=RunLog(err_console, _line),
-                meta=meta,
-                write=partial(write_multi_turn_report, output),
-                header=header,
-                wall_before=float(previous.get("wall_s") or 0),
-            )
-        finally:
-            await runner.aclose()
+        await suite.run_pending(
+            runner,
+            cases,
+            records,
+            lambda r: (r.case_id, r.config),
+            parallel=options.parallel,
+            log=RunLog(err_console, _line),
+            meta=meta,
+            write=partial(write_multi_turn_report, output),
+            header=header,
+            wall_before=float(previous.get("wall_s") or 0),
+        )
         return records
 
 

@@ -20,7 +20,7 @@ from collections.abc import (
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import typer
 from rich.console import Console
@@ -45,6 +45,7 @@ from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
 __all__ = [
     "Options",
     "ReportView",
+    "Resumed",
     "Served",
     "client",
     "errors",
@@ -57,6 +58,7 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R")
 S = TypeVar("S", bound=Sized)
+C = TypeVar("C", bound="_Record")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,41 +183,63 @@ def meta(
     }
 
 
+class _Record(Protocol):
+    @property
+    def config(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed(Generic[C]):
+    """What a report continued with ``--resume`` already holds: its metadata (``previous``)
+    and the records of the items still asked for, each record's item named by ``item_of``."""
+
+    previous: dict[str, Any]
+    records: list[C]
+    item_of: Callable[[C], str]
+
+    @property
+    def done(self) -> set[tuple[str, str]]:
+        """The (item, configuration) runs the records hold."""
+        return {(self.item_of(r), r.config) for r in self.records}
+
+
 def resumed(
     options: Options,
-    load: Callable[[Path], tuple[dict[str, Any], list[R]]],
+    load: Callable[[Path], tuple[dict[str, Any], list[C]]],
     items: Iterable[Any],
-    item_of: Callable[[R], str],
-) -> tuple[dict[str, Any], list[R]]:
-    """The report's metadata and the records of ``items`` (``item_of``: a record's item id)
-    it holds when ``--resume`` continues it; nothing otherwise."""
+    item_of: Callable[[C], str],
+) -> Resumed[C]:
+    """What the report at ``--output`` holds of ``items`` when ``--resume`` continues it
+    (``item_of``: a record's item id); nothing otherwise."""
     wanted = {item.id for item in items}
-    return resumed_from(options.output, options.resume, load, lambda r: item_of(r) in wanted)
+    previous, records = resumed_from(
+        options.output, options.resume, load, lambda r: item_of(r) in wanted
+    )
+    return Resumed(previous, records, item_of)
 
 
 async def run_pending(
-    runner: SuiteRunner[Any, R],
+    runner: SuiteRunner[Any, C],
     items: Sequence[Any],
-    records: list[R],
-    key: Callable[[R], tuple[str, str]],
+    resumed: Resumed[C],
     *,
     parallel: int,
-    log: RunLog[R],
+    log: RunLog[C],
     meta: dict[str, Any],
-    write: Callable[[dict[str, Any], list[R]], object],
+    write: Callable[[dict[str, Any], list[C]], object],
     header: Callable[[int, int], str],
     wall_before: float = 0.0,
 ) -> None:
-    """Run what ``records`` (resumed) do not hold yet (``key``: a record's item and
-    configuration), ``parallel`` at a time, ``header(runs to do, runs done)`` said first, each
+    """Run what the ``resumed`` records do not hold yet (they gather the new ones),
+    ``parallel`` at a time, ``header(runs to do, runs done)`` said first, each
     record shown by ``log`` and the report written by ``write`` as the run goes; the runner
     (its engines) closed at the end, however the run ends."""
     try:
-        done = {key(r) for r in records}
+        done = resumed.done
         total = runner.pending(items, done)
         log.console.print(header(total, len(done)))
         run = partial(runner.run, items, skip=done, parallel=parallel)
-        await log.run(run, records, total, meta, write, wall_before)
+        await log.run(run, resumed.records, total, meta, write, wall_before)
     finally:
         await runner.aclose()
 

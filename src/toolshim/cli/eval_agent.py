@@ -39,7 +39,7 @@ async def evaluate_agent(
 ) -> list[AgentRecord]:
     """Run ``tasks`` under ``configs`` and write the report as the run goes."""
     async with suite.client(served, options, budget=budget) as (upstream, model_name):
-        _, records = suite.resumed(options, load_agent_report, tasks, lambda r: r.task_id)
+        resumed = suite.resumed(options, load_agent_report, tasks, lambda r: r.task_id)
         runner = AgentRunner(
             upstream,
             model_name,
@@ -73,15 +73,14 @@ async def evaluate_agent(
         await suite.run_pending(
             runner,
             tasks,
-            records,
-            lambda r: (r.task_id, r.config),
+            resumed,
             parallel=options.parallel,
             log=RunLog(err_console, _line, bar=("agent", lambda r: f"{r.config} {_mark(r)}")),
             meta=meta,
             write=partial(write_agent_report, options.output),
             header=header,
         )
-        return records
+        return resumed.records
 
 
 def _mark(record: AgentRecord) -> str:

@@ -48,7 +48,7 @@ async def _evaluate(
     max_tokens: int | None,
 ) -> list[CaseRecord]:
     async with suite.client(served, options) as (upstream, model_name):
-        previous, records = suite.resumed(options, load_report, cases, lambda r: r.case_id)
+        resumed = suite.resumed(options, load_report, cases, lambda r: r.case_id)
         runner = EvalRunner(
             upstream,
             model_name,
@@ -60,7 +60,7 @@ async def _evaluate(
         )
         meta = suite.meta(
             served,
-            previous,
+            resumed.previous,
             runner,
             categories=list(dict.fromkeys(c.category for c in cases)),
             limit=limit,
@@ -81,15 +81,14 @@ async def _evaluate(
         await suite.run_pending(
             runner,
             cases,
-            records,
-            lambda r: (r.case_id, r.config),
+            resumed,
             parallel=options.parallel,
             log=RunLog(err_console, _line, bar=("eval", _progress)),
             meta=meta,
             write=partial(write_report, options.output),
             header=header,
         )
-        return records
+        return resumed.records
 
 
 def _mark(record: CaseRecord) -> str:

@@ -54,15 +54,13 @@ async def _evaluate(
         upstream,
         model_name,
     ):
-        previous, records = suite.resumed(
-            options, load_multi_turn_report, cases, lambda r: r.case_id
-        )
+        resumed = suite.resumed(options, load_multi_turn_report, cases, lambda r: r.case_id)
         runner = MultiTurnRunner(
             upstream, model_name, configs, served_facts=served.facts, **runner_options
         )
         meta = suite.meta(
             served,
-            previous,
+            resumed.previous,
             runner,
             limit=limit,
             seed=options.seed,
@@ -86,16 +84,15 @@ async def _evaluate(
         await suite.run_pending(
             runner,
             cases,
-            records,
-            lambda r: (r.case_id, r.config),
+            resumed,
             parallel=options.parallel,
             log=RunLog(err_console, _line),
             meta=meta,
             write=partial(write_multi_turn_report, output),
             header=header,
-            wall_before=float(previous.get("wall_s") or 0),
+            wall_before=float(resumed.previous.get("wall_s") or 0),
         )
-        return records
+        return resumed.records
 
 
 def _line(record: MultiTurnRecord) -> str:

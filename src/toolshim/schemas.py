@@ -39,6 +39,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry, Resource
 
 from toolshim.errors import InvalidRequestError
+from toolshim.json_walk import json_nodes
 from toolshim.types import ToolSpec
 
 __all__ = [
@@ -117,22 +118,11 @@ def inspect_schema(name: str, schema: Any, *, index: int | None = None) -> tuple
 
 def _measure(schema: Any) -> str | None:
     """Size and nesting, without recursion (so that no depth can overflow the stack)."""
-    stack: list[tuple[Any, int]] = [(schema, 1)]
-    count = 0
-    while stack:
-        node, depth = stack.pop()
-        count += 1
+    for count, (_, depth, holds) in enumerate(json_nodes(schema), 1):
         if count > MAX_NODES:
             return f"holds more than {MAX_NODES} JSON values (the limit)"
-        if isinstance(node, Mapping):
-            children: Any = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
-        if depth > MAX_DEPTH:
+        if holds and depth > MAX_DEPTH:
             return _TOO_DEEP
-        stack.extend((child, depth + 1) for child in children)
     return None
 
 

@@ -46,10 +46,10 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toolshim.agent.tools import Tool
 from toolshim.builtins import BUILTIN_FUNCTIONS
@@ -60,6 +60,8 @@ from toolshim.mcp.servers import MCPServerSpec, servers_from_tables
 from toolshim.types import Mode
 
 __all__ = ["AgentFile", "PhaseSpec", "load_agent_file", "parse_agent_spec"]
+
+T = TypeVar("T")
 
 PHASE_KEYS = (
     "name",
@@ -295,23 +297,29 @@ class _Reader:
         return value
 
     def mode(self, key: str) -> Mode | None:
-        value = self.text(key)
-        if value is None:
-            return None
-        try:
-            return Mode(value.strip().lower())
-        except ValueError:
-            self._bad(key, "one of " + ", ".join(repr(m.value) for m in Mode))
-            return None
+        return self._one_of(
+            key, lambda v: Mode(v.strip().lower()), [m.value for m in Mode], ValueError
+        )
 
     def dialect(self, key: str) -> str | None:
+        return self._one_of(key, lambda v: get_dialect(v).name, available_dialects(), ConfigError)
+
+    def _one_of(
+        self,
+        key: str,
+        read: Callable[[str], T],
+        names: Iterable[str],
+        refused: type[Exception],
+    ) -> T | None:
+        """The text at ``key`` read by ``read``; where ``read`` raises ``refused``, a problem
+        that lists the ``names`` it takes."""
         value = self.text(key)
         if value is None:
             return None
         try:
-            return get_dialect(value).name
-        except ConfigError:
-            self._bad(key, "one of " + ", ".join(repr(d) for d in available_dialects()))
+            return read(value)
+        except refused:
+            self._bad(key, "one of " + ", ".join(repr(n) for n in names))
             return None
 
     def text_list(self, key: str) -> list[str]:

@@ -154,24 +154,9 @@ class Tool:
 
     def check(self, arguments: Any) -> CheckedArguments:
         """Validate and convert a model's arguments (a JSON object or JSON text)."""
-        if isinstance(arguments, str):
-            text = arguments.strip()
-            try:
-                arguments = json.loads(text) if text else {}
-            except ValueError as exc:
-                return CheckedArguments(
-                    normalized=text,
-                    problem=f"the arguments of {self.name!r} are not valid JSON ({exc}); "
-                    f"send a JSON object that matches the schema {self._schema_text()}",
-                )
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            return CheckedArguments(
-                normalized=_canonical(arguments),
-                problem=f"the arguments of {self.name!r} must be a JSON object, not "
-                f"{type(arguments).__name__}; its schema is {self._schema_text()}",
-            )
+        arguments = self._object(arguments)
+        if isinstance(arguments, CheckedArguments):
+            return arguments
         unknown = [key for key in arguments if key not in self.parameter_names]
         try:
             validated = self._validate(arguments)
@@ -195,6 +180,29 @@ class Tool:
         except PydanticSerializationError:
             normalized = _canonical(arguments)
         return CheckedArguments(tuple(args), kwargs, normalized)
+
+    def _object(self, arguments: Any) -> Mapping[str, Any] | CheckedArguments:
+        """A model's arguments decoded to the JSON object they must be (JSON text decoded,
+        nothing read as no arguments), or the refusal that says what is wrong with them."""
+        if isinstance(arguments, str):
+            text = arguments.strip()
+            try:
+                arguments = json.loads(text) if text else {}
+            except ValueError as exc:
+                return CheckedArguments(
+                    normalized=text,
+                    problem=f"the arguments of {self.name!r} are not valid JSON ({exc}); "
+                    f"send a JSON object that matches the schema {self._schema_text()}",
+                )
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return CheckedArguments(
+                normalized=_canonical(arguments),
+                problem=f"the arguments of {self.name!r} must be a JSON object, not "
+                f"{type(arguments).__name__}; its schema is {self._schema_text()}",
+            )
+        return arguments
 
     async def invoke(self, checked: CheckedArguments) -> Any:
         """Call the function with checked arguments: async ones on the loop, sync ones in a thread."""
@@ -320,25 +328,10 @@ class SchemaTool(Tool):
     def check(self, arguments: Any) -> CheckedArguments:
         """Decode the arguments and check them against the schema (an unusable schema, or one
         too costly to check, lets them through: the tool itself then judges them)."""
-        if isinstance(arguments, str):
-            text = arguments.strip()
-            try:
-                arguments = json.loads(text) if text else {}
-            except ValueError as exc:
-                return CheckedArguments(
-                    normalized=text,
-                    problem=f"the arguments of {self.name!r} are not valid JSON ({exc}); "
-                    f"send a JSON object that matches the schema {self._schema_text()}",
-                )
-        if arguments is None:
-            arguments = {}
+        arguments = self._object(arguments)
+        if isinstance(arguments, CheckedArguments):
+            return arguments
         normalized = _canonical(arguments)
-        if not isinstance(arguments, Mapping):
-            return CheckedArguments(
-                normalized=normalized,
-                problem=f"the arguments of {self.name!r} must be a JSON object, not "
-                f"{type(arguments).__name__}; its schema is {self._schema_text()}",
-            )
         problems = self._problems(dict(arguments))
         if problems:
             return CheckedArguments(normalized=normalized, problem=self._worded(problems))

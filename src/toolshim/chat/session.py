@@ -35,7 +35,7 @@ from toolshim.chat.knowledge import ModelKnowledge
 from toolshim.chat.render import Renderer
 from toolshim.chat.status import ToolStatus, effective_mode
 from toolshim.chat.terminal import Terminal
-from toolshim.chat.transcript import Transcript
+from toolshim.chat.transcript import Question, Transcript
 from toolshim.engine.engine import Engine
 from toolshim.errors import (
     ToolshimError,
@@ -79,38 +79,6 @@ class _Progress:
         """The history up to the cancelled model turn, closed by what it had said (if anything)."""
         said = self.text.strip() or "(reply cancelled by the user)"
         return [*self.snapshot, {"role": "assistant", "content": said}]
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    """What the transcript keeps about one question, whatever its outcome."""
-
-    question: str
-    model: str
-    mode: str
-    tools: str
-
-    def save(
-        self,
-        transcript: Transcript,
-        outcome: str,
-        seconds: float,
-        *,
-        result: AgentResult | None = None,
-        answer: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        transcript.exchange(
-            question=self.question,
-            model=self.model,
-            mode=self.mode,
-            tools=self.tools,
-            outcome=outcome,
-            result=result,
-            answer=answer,
-            error=error,
-            seconds=seconds,
-        )
 
 
 class ChatSession:
@@ -288,18 +256,18 @@ class ChatSession:
         cancelled = await self.foreground(task)
         self.render.end_line()
         seconds = time.perf_counter() - started
-        record = _Record(text, model, mode.value, status.label)
+        asked = Question(text, model, mode.value, status.label)
         if cancelled:
             self.messages = progress.history()
             self.render.notice("⨯ Reply cancelled; the conversation keeps what was said so far.")
-            record.save(self.transcript, "cancelled", seconds, answer=progress.text)
+            self.transcript.exchange(asked, "cancelled", seconds, answer=progress.text)
             return
         error = task.exception()
         if error is not None:
             if not isinstance(error, ToolshimError):
                 raise error
             self._report_error(error, model)
-            record.save(self.transcript, "error", seconds, error=error.message)
+            self.transcript.exchange(asked, "error", seconds, error=error.message)
             return
         result: AgentResult = task.result()
         self.messages = result.messages
@@ -308,7 +276,7 @@ class ChatSession:
             if not _routine(warning):
                 self.render.notice(f"note: {warning}", "dim yellow")
         outcome = "answered" if result.stopped is None else f"stopped: {result.stopped}"
-        record.save(self.transcript, outcome, seconds, result=result)
+        self.transcript.exchange(asked, outcome, seconds, result=result)
         await self.knowledge.after_reply(
             model,
             since=since,

@@ -15,13 +15,24 @@ from pydantic_core import to_jsonable_python
 from toolshim import __version__
 from toolshim.agent.result import AgentResult, usage_dict
 
-__all__ = ["Transcript", "now_iso"]
+__all__ = ["Question", "Transcript", "now_iso"]
 
 FORMAT = "toolshim-chat-transcript/1"
 
 
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the transcript keeps about a question, whatever answered it: its text, and the
+    model, mode and tools it was asked with."""
+
+    question: str
+    model: str
+    mode: str
+    tools: str
 
 
 @dataclass
@@ -38,26 +49,23 @@ class Transcript:
 
     def exchange(
         self,
-        *,
-        question: str,
-        model: str,
-        mode: str,
-        tools: str,
+        asked: Question,
         outcome: str,
+        seconds: float = 0.0,
+        *,
         result: AgentResult | None = None,
         answer: str | None = None,
         error: str | None = None,
-        seconds: float = 0.0,
     ) -> None:
         """Record one question and what answered it (``outcome``: answered, cancelled, error, or
         ``stopped: <reason>`` when a safeguard ended the run)."""
         record: dict[str, Any] = {
             "index": len(self.exchanges) + 1,
             "at": now_iso(),
-            "model": model,
-            "mode": mode,
-            "tools": tools,
-            "question": question,
+            "model": asked.model,
+            "mode": asked.mode,
+            "tools": asked.tools,
+            "question": asked.question,
             "outcome": outcome,
             "answer": result.output if result is not None else answer,
             "seconds": round(seconds, 3),

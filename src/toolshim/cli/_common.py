@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolshim.capabilities.registry import Registry
-from toolshim.errors import ConfigError
+from toolshim.errors import ConfigError, LocalModelError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
+from toolshim.redact import redact
 from toolshim.upstreams.openai_http import normalize_base_url
 
 __all__ = [
@@ -25,8 +26,11 @@ __all__ = [
     "ConsoleLogHandler",
     "UpstreamTarget",
     "check_upstream_choice",
+    "embedded_model",
     "fail",
+    "fail_for",
     "open_registry",
+    "registry_and_target",
     "registry_key",
     "upstream_target",
 ]
@@ -45,6 +49,22 @@ def fail(console: Console, message: str, hint: str | None = None, code: int = 2)
     if hint:
         console.print(f"hint: {escape(hint)}", highlight=False)
     raise typer.Exit(code)
+
+
+def fail_for(
+    console: Console,
+    exc: ToolshimError,
+    code: int = 1,
+    *,
+    secrets: tuple[str, ...] | None = None,
+) -> NoReturn:
+    """End the command on ``exc``: its message (with ``secrets`` and credentials masked, where
+    ``secrets`` are given), and for an error of the embedded model :data:`EMBEDDED_HINT` (exit
+    2); exit ``code`` for any other."""
+    message = exc.message if secrets is None else redact(exc.message, secrets)
+    if isinstance(exc, LocalModelError):
+        fail(console, message, EMBEDDED_HINT)
+    fail(console, message, code=code)
 
 
 def open_registry(where: str | Path | None, console: Console) -> Registry:
@@ -163,16 +183,9 @@ def upstream_target(
         base_url = normalize_base_url(upstream)
         yield UpstreamTarget(base_url, base_url)
         return
-    from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
-    from toolshim.local.model import embedded_context
+    from toolshim.local import EmbeddedServer
 
-    if model_file is not None:
-        path = model_file
-    elif local_model:
-        path = ensure_model(local_model, progress=True)
-    else:
-        path = ensure_default_model(progress=True)
-    ctx_size = ctx_size or embedded_context(path)
+    path, ctx_size = embedded_model(model_file, local_model, ctx_size)
     console.print(f"[dim]starting the embedded model {escape(path.name)} (ctx {ctx_size}) …[/]")
     server = EmbeddedServer(path, ctx_size=ctx_size, threads=threads)
     server.start()
@@ -187,6 +200,43 @@ def upstream_target(
     finally:
         console.print("[dim]stopping the embedded model …[/]")
         server.stop()
+
+
+@contextmanager
+def registry_and_target(
+    registry: str | Path | None,
+    upstream: str | None,
+    model_file: Path | None,
+    console: Console,
+    *,
+    local_model: str | None = None,
+    ctx_size: int | None = None,
+) -> Iterator[tuple[Registry, UpstreamTarget]]:
+    """The registry ``--registry`` names (:func:`open_registry`) and the upstream or embedded
+    model the command talks to (:func:`upstream_target`), its facts recorded there."""
+    store = open_registry(registry, console)
+    with upstream_target(
+        upstream, model_file, store, console, local_model=local_model, ctx_size=ctx_size
+    ) as target:
+        yield store, target
+
+
+def embedded_model(
+    model_file: Path | None, local_model: str | None, ctx_size: int | None
+) -> tuple[Path, int]:
+    """The embedded model's file (``model_file``, else the known model ``local_model``, else
+    the default one, assembled on first use) and its context (``ctx_size``, else what the
+    model was trained for)."""
+    from toolshim.local import ensure_default_model, ensure_model
+    from toolshim.local.model import embedded_context
+
+    if model_file is not None:
+        path = model_file
+    elif local_model:
+        path = ensure_model(local_model, progress=True)
+    else:
+        path = ensure_default_model(progress=True)
+    return path, ctx_size or embedded_context(path)
 
 
 class ConsoleLogHandler(logging.Handler):

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from toolshim.capabilities.registry import Registry
+from toolshim.cli._common import embedded_model
 from toolshim.errors import ConfigError
 from toolshim.evaluation import BASELINES, EvalConfig
 from toolshim.upstreams.openai_http import OpenAIUpstream
@@ -72,23 +73,16 @@ def upstream_for_eval(
         yield url, None, {"upstream": url}, None
         return
     try:
-        from toolshim.local import EmbeddedServer, ensure_default_model, ensure_model
-        from toolshim.local.model import embedded_context
+        from toolshim.local import EmbeddedServer
     except ImportError as exc:
         raise ConfigError(
             f"no --upstream given and the embedded model is unavailable ({exc}); pass "
             "--upstream URL or pip install 'toolshim[local]'",
             param="upstream",
         ) from exc
-    if model_file is not None:
-        if not model_file.is_file():
-            raise ConfigError(f"model file {str(model_file)!r} does not exist", param="model-file")
-        path = model_file
-    elif local_model:
-        path = ensure_model(local_model, progress=True)
-    else:
-        path = ensure_default_model(progress=True)
-    ctx_size = ctx_size or embedded_context(path)
+    if model_file is not None and not model_file.is_file():
+        raise ConfigError(f"model file {str(model_file)!r} does not exist", param="model-file")
+    path, ctx_size = embedded_model(model_file, local_model, ctx_size)
     # Each of the ``parallel`` request slots gets ``ctx_size`` of context.
     server = EmbeddedServer(path, ctx_size=ctx_size * parallel, threads=threads, parallel=parallel)
     err_console.print(

@@ -15,13 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolshim.cli._common import (
-    EMBEDDED_HINT,
     ConsoleLogHandler,
     UpstreamTarget,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    fail_for,
+    registry_and_target,
 )
 from toolshim.cli._options import (
     CtxSizeOption,
@@ -36,7 +35,7 @@ from toolshim.cli._options import (
     UpstreamApiKeyOption,
     UpstreamOption,
 )
-from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
+from toolshim.errors import ConfigError, ToolshimError, UpstreamError
 
 if TYPE_CHECKING:
     from toolshim.agent.tools import Tool
@@ -168,10 +167,9 @@ def chat(
     toolshim_log.addHandler(handler)
     toolshim_log.propagate = False
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, model_file, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             code = asyncio.run(
                 _session(
                     target,
@@ -185,10 +183,8 @@ def chat(
                     refresh_models=refresh_models,
                 )
             )
-    except LocalModelError as exc:
-        fail(err, exc.message, EMBEDDED_HINT)
     except ToolshimError as exc:
-        fail(err, exc.message, code=1)
+        fail_for(err, exc)
     finally:
         toolshim_log.removeHandler(handler)
         toolshim_log.propagate = True

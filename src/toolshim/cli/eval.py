@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from toolshim.cli._eval_suite import Options as SuiteOptions
 from toolshim.cli._options import RegistryOption, UpstreamApiKeyOption
 from toolshim.cli.eval_apply import DEFAULT_BFCL_OUTPUT, apply_eval
 from toolshim.errors import ToolshimError
@@ -327,33 +329,38 @@ def register(app: typer.Typer) -> None:
                 err_console.print(Text.assemble(("error: ", "red"), exc.message))
                 raise typer.Exit(2) from exc
             return
+        options = SuiteOptions(
+            upstream=upstream,
+            model=model,
+            model_file=model_file,
+            local_model=local_model,
+            ctx_size=ctx_size,
+            threads=threads,
+            api_key=api_key,
+            configs=_split(config),
+            modes=_split(mode),
+            dialects=_split(dialect),
+            strategies=_split(strategy),
+            baselines=_split(baseline),
+            limit=limit,
+            seed=None if first else seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_reasks=max_reasks,
+            parallel=parallel,
+            output=output,
+            resume=resume,
+            report_only=report_only,
+            markdown=markdown,
+        )
         if suite.strip().lower() == "agent":
             from toolshim.cli.eval_agent import run_agent_suite
 
             run_agent_suite(
-                upstream=upstream,
-                model=model,
-                model_file=model_file,
-                local_model=local_model,
-                ctx_size=ctx_size or 4096,
-                threads=threads,
-                api_key=api_key,
-                configs=_split(config),
-                modes=_split(mode),
-                dialects=_split(dialect),
-                strategies=_split(strategy),
-                baselines=_split(baseline),
+                options,
                 kinds=_split(categories),
-                limit=50 if limit is None else limit,
-                temperature=temperature,
-                max_reasks=max_reasks,
                 max_turns=max_turns or 6,
                 budget=budget or 300.0,
-                parallel=parallel,
-                output=output,
-                resume=resume,
-                report_only=report_only,
-                markdown=markdown,
             )
             then_apply()
             return
@@ -369,44 +376,17 @@ def register(app: typer.Typer) -> None:
 
         if apply and multi_turn:
             fail("--apply weighs the single-turn BFCL and agent reports, not multi-turn ones")
-        common: dict[str, Any] = {
-            "categories": cats,
-            "upstream": upstream,
-            "model": model,
-            "model_file": model_file,
-            "local_model": local_model,
-            "ctx_size": ctx_size,
-            "threads": threads,
-            "api_key": api_key,
-            "configs": _split(config),
-            "modes": _split(mode),
-            "dialects": _split(dialect),
-            "strategies": _split(strategy),
-            "baselines": _split(baseline),
-            "limit": limit,
-            "seed": None if first else seed,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "max_reasks": max_reasks,
-            "parallel": parallel,
-            "resume": resume,
-            "report_only": report_only,
-            "markdown": markdown,
-        }
         if multi_turn:
             from toolshim.cli.eval_multi_turn import (
                 DEFAULT_MULTI_TURN_OUTPUT,
                 run_multi_turn_suite,
             )
 
-            run_multi_turn_suite(
-                **common,
-                max_steps=max_steps,
-                budget=budget,
-                output=output if output != DEFAULT_OUTPUT else DEFAULT_MULTI_TURN_OUTPUT,
-            )
+            if output == DEFAULT_OUTPUT:
+                options = dataclasses.replace(options, output=DEFAULT_MULTI_TURN_OUTPUT)
+            run_multi_turn_suite(options, categories=cats, max_steps=max_steps, budget=budget)
             return
         from toolshim.cli.eval_bfcl import run_bfcl_suite
 
-        run_bfcl_suite(**common, output=output, chart=chart)
+        run_bfcl_suite(options, categories=cats, chart=chart)
         then_apply()

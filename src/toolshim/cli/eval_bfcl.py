@@ -3,27 +3,14 @@ baselines on the same cases, each reply scored by BFCL's AST checker."""
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.console import Console
-from rich.text import Text
 
-from toolshim.capabilities.registry import Registry
-from toolshim.cli._eval_run import RunLog, resumed
-from toolshim.cli._eval_setup import (
-    build_configs,
-    first_model,
-    machine,
-    sigterm_as_interrupt,
-    upstream_for_eval,
-)
-from toolshim.errors import ConfigError, ToolshimError
+from toolshim.cli import _eval_suite as suite
+from toolshim.cli._eval_run import RunLog
 from toolshim.evaluation import (
     BASELINES,
     DEFAULT_CATEGORIES,
@@ -40,8 +27,6 @@ from toolshim.evaluation import (
     write_chart,
     write_report,
 )
-from toolshim.evaluation.pick import engine_settings
-from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["BFCL_DEFAULTS", "run_bfcl_suite"]
 
@@ -54,72 +39,56 @@ err_console = Console(stderr=True)
 
 
 async def _evaluate(
+    served: suite.Served,
     *,
-    base_url: str,
-    model: str | None,
-    api_key: str | None,
+    options: suite.Options,
     configs: list[EvalConfig],
     cases: list[BfclCase],
     limit: int | None,
-    seed: int | None,
-    temperature: float,
     max_tokens: int | None,
-    max_reasks: int,
-    output: Path,
-    resume: bool,
-    meta_extra: dict[str, Any],
-    served_facts: Callable[[Registry], object] | None = None,
-    parallel: int = 1,
 ) -> list[CaseRecord]:
-    # The embedded model's facts live under its stable key (its port changes every run).
-    upstream = OpenAIUpstream(base_url, api_key=api_key, key=meta_extra.get("upstream_key"))
-    try:
-        model_name = model or await first_model(upstream)
-        wanted = {c.id for c in cases}
-        previous, records = resumed(output, resume, load_report, lambda r: r.case_id in wanted)
+    async with suite.client(served, options) as (upstream, model_name):
+        resumed = suite.resumed(options, load_report, cases, lambda r: r.case_id)
         runner = EvalRunner(
             upstream,
             model_name,
             configs,
-            temperature=temperature,
+            temperature=options.temperature,
             max_tokens=max_tokens,
-            max_reasks=max_reasks,
-            served_facts=served_facts,
+            max_reasks=options.max_reasks,
+            served_facts=served.facts,
         )
-        meta = {
-            **meta_extra,
-            "model": model_name,
-            "configs": list(
-                dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])
-            ),
-            "settings": {
-                **previous.get("settings", {}),
-                **engine_settings(runner.engines, model_name),
-            },
-            "categories": list(dict.fromkeys(c.category for c in cases)),
-            "limit": limit,
-            "seed": seed,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "max_reasks": max_reasks,
-            "parallel": parallel,
-            "bfcl_eval": load_bfcl().version,
-            "started": previous.get("started")
-            or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "machine": machine(),
-        }
-        done = {(r.case_id, r.config) for r in records}
-        total = runner.pending(cases, done)
-        err_console.print(
-            f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
-            f"{total} runs to do" + (f" ({len(done)} already in {output})" if done else "")
+        meta = suite.meta(
+            served,
+            resumed.previous,
+            runner,
+            categories=list(dict.fromkeys(c.category for c in cases)),
+            limit=limit,
+            seed=options.seed,
+            temperature=options.temperature,
+            max_tokens=max_tokens,
+            max_reasks=options.max_reasks,
+            parallel=options.parallel,
+            bfcl_eval=load_bfcl().version,
         )
-        log = RunLog(err_console, _line, bar=("eval", _progress))
-        run = partial(runner.run, cases, skip=done, parallel=parallel)
-        await log.run(run, records, total, meta, partial(write_report, output))
-        return records
-    finally:
-        await upstream.aclose()
+
+        def header(total: int, done: int) -> str:
+            return (
+                f"{len(cases)} cases × {len(configs)} configurations on {model_name!r}: "
+                f"{total} runs to do" + (f" ({done} already in {options.output})" if done else "")
+            )
+
+        await suite.run_pending(
+            runner,
+            cases,
+            resumed,
+            parallel=options.parallel,
+            log=RunLog(err_console, _line, bar=("eval", _progress)),
+            meta=meta,
+            write=partial(write_report, options.output),
+            header=header,
+        )
+        return resumed.records
 
 
 def _mark(record: CaseRecord) -> str:
@@ -134,96 +103,39 @@ def _progress(r: CaseRecord) -> str:
     return f"{r.category} {r.config} {_mark(r)}"
 
 
-def run_bfcl_suite(
-    *,
-    categories: list[str],
-    upstream: str | None,
-    model: str | None,
-    model_file: Path | None,
-    local_model: str | None,
-    ctx_size: int | None,
-    threads: int | None,
-    api_key: str | None,
-    configs: list[str],
-    modes: list[str],
-    dialects: list[str],
-    strategies: list[str],
-    baselines: list[str],
-    limit: int | None,
-    seed: int | None,
-    temperature: float,
-    max_tokens: int | None,
-    max_reasks: int,
-    parallel: int,
-    output: Path,
-    chart: Path | None,
-    resume: bool,
-    report_only: bool,
-    markdown: bool,
-) -> None:
+def run_bfcl_suite(options: suite.Options, *, categories: list[str], chart: Path | None) -> None:
     """BFCL's single-turn ``categories`` (``limit`` cases each, 0: all; ``seed`` None: the
     first ones) under the configurations and the baselines; prints the tables, writes
     ``output`` and its chart."""
-    limit = BFCL_DEFAULTS["limit"] if limit is None else limit
-    max_tokens = BFCL_DEFAULTS["max_tokens"] if max_tokens is None else max_tokens
-
-    def named_configs() -> list[EvalConfig]:
-        return build_configs(modes, dialects, strategies, configs, baselines or list(BASELINES))
-
-    if report_only:
-        try:
+    limit = BFCL_DEFAULTS["limit"] if options.limit is None else options.limit
+    max_tokens = BFCL_DEFAULTS["max_tokens"] if options.max_tokens is None else options.max_tokens
+    output = options.output
+    chart = chart or output.with_suffix(".png")
+    if options.report_only:
+        with suite.errors(code=2):
             meta, records = load_report(output)
-        except ToolshimError as exc:
-            err_console.print(Text.assemble(("error: ", "red"), exc.message))
-            raise typer.Exit(2) from None
-        if modes or dialects or strategies or configs:
-            # Only the named configurations (and the baselines): the tables then count
-            # the cases these finished, not the fewer that every configuration did.
-            try:
-                labels = {c.label for c in named_configs()}
-            except ToolshimError as exc:
-                err_console.print(Text.assemble(("error: ", "red"), exc.message))
-                raise typer.Exit(2) from None
-            records = [r for r in records if r.config in labels]
-        _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta))
+            if options.modes or options.dialects or options.strategies or options.configs:
+                # Only the named configurations (and the baselines): the tables then count
+                # the cases these finished, not the fewer that every configuration did.
+                labels = {c.label for c in options.eval_configs(list(BASELINES))}
+                records = [r for r in records if r.config in labels]
+        _show(records, chart, options.markdown, title=_title(meta))
         return
-    try:
-        chosen = named_configs()
-        cases = load_cases(categories or list(DEFAULT_CATEGORIES), limit=limit or None, seed=seed)
-        with (
-            sigterm_as_interrupt(),
-            upstream_for_eval(
-                upstream,
-                model_file,
-                local_model,
-                ctx_size or BFCL_DEFAULTS["ctx_size"],
-                threads,
-                parallel,
-            ) as (base_url, served_model, described, served_facts),
-        ):
-            records = asyncio.run(
-                _evaluate(
-                    base_url=base_url,
-                    model=model or served_model,
-                    api_key=api_key,
-                    configs=chosen,
-                    cases=cases,
-                    limit=limit or None,
-                    seed=seed,
-                    temperature=temperature,
-                    max_tokens=max_tokens or None,
-                    max_reasks=max_reasks,
-                    output=output,
-                    resume=resume,
-                    meta_extra=described,
-                    served_facts=served_facts,
-                    parallel=parallel,
-                )
-            )
-    except ToolshimError as exc:
-        err_console.print(Text.assemble(("error: ", "red"), exc.message))
-        raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
-    _show(records, chart or output.with_suffix(".png"), markdown, title=_title(meta_of(output)))
+    with suite.errors():
+        chosen = options.eval_configs(list(BASELINES))
+        cases = load_cases(
+            categories or list(DEFAULT_CATEGORIES), limit=limit or None, seed=options.seed
+        )
+        run = partial(
+            _evaluate,
+            options=options,
+            configs=chosen,
+            cases=cases,
+            limit=limit or None,
+            max_tokens=max_tokens or None,
+        )
+        records = suite.on_served(options, run, options.ctx_size or BFCL_DEFAULTS["ctx_size"])
+    _show(records, chart, options.markdown, title=_title(meta_of(output)))
     err_console.print(f"Report: {output}")
 
 
@@ -236,18 +148,19 @@ def _title(meta: dict[str, Any]) -> str:
     return f"BFCL on {model} (temperature {meta.get('temperature', '?')}, max_tokens {meta.get('max_tokens', '?')})"
 
 
+_VIEW = suite.ReportView(
+    summarize,
+    lambda summaries, out, title: render_tables(summaries, out, title=title),
+    markdown_table,
+    "The report has no cases yet.",
+)
+
+
 def _show(records: list[CaseRecord], chart: Path, markdown: bool, *, title: str) -> None:
     """The tables, the chart and (optionally) the Markdown table of ``records``."""
-    summaries = summarize(records)
-    if not summaries:
-        err_console.print("The report has no cases yet.")
+    summaries = _VIEW(records, console, markdown=markdown, title=title, nothing_on=err_console)
+    if summaries is None:
         return
-    render_tables(summaries, console, title=title)
-    if markdown:
-        console.print(markdown_table(summaries), markup=False, highlight=False, soft_wrap=True)
-    try:
+    with suite.errors(code=1):
         path = write_chart(chart, summaries, title=title)
-    except ConfigError as exc:
-        err_console.print(Text.assemble(("error: ", "red"), exc.message))
-        raise typer.Exit(1) from None
     err_console.print(f"Chart: {path}")

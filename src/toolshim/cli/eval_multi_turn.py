@@ -3,27 +3,16 @@ on BFCL's simulated APIs, scored by BFCL's multi-turn checker."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import datetime as dt
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.console import Console
-from rich.text import Text
 
-from toolshim.cli._eval_run import RunLog, resumed
-from toolshim.cli._eval_setup import (
-    build_configs,
-    err_console,
-    first_model,
-    machine,
-    sigterm_as_interrupt,
-    upstream_for_eval,
-)
-from toolshim.errors import ConfigError, ToolshimError
+from toolshim.cli import _eval_suite as suite
+from toolshim.cli._eval_run import RunLog
+from toolshim.cli._eval_setup import err_console
 from toolshim.evaluation.bfcl import load_bfcl
 from toolshim.evaluation.bfcl_multi_turn import MultiTurnCase, load_multi_turn_cases
 from toolshim.evaluation.multi_turn_report import (
@@ -34,9 +23,7 @@ from toolshim.evaluation.multi_turn_report import (
     write_multi_turn_report,
 )
 from toolshim.evaluation.multi_turn_runner import MultiTurnRecord, MultiTurnRunner
-from toolshim.evaluation.pick import engine_settings
 from toolshim.evaluation.runner import BASELINES, EvalConfig
-from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = [
     "DEFAULT_MULTI_TURN_OUTPUT",
@@ -54,73 +41,58 @@ out_console = Console()
 
 
 async def _evaluate(
+    served: suite.Served,
     *,
-    base_url: str,
-    model: str | None,
-    api_key: str | None,
+    options: suite.Options,
     runner_options: dict[str, Any],
     configs: list[EvalConfig],
     cases: list[MultiTurnCase],
-    parallel: int,
-    output: Path,
-    resume: bool,
-    meta_extra: dict[str, Any],
-    served_facts: Any,
+    limit: int,
 ) -> list[MultiTurnRecord]:
-    upstream = OpenAIUpstream(
-        base_url,
-        api_key=api_key,
-        key=meta_extra.get("upstream_key"),
-        timeout=runner_options["budget"],
-    )
-    try:
-        model_name = model or await first_model(upstream)
-        wanted = {c.id for c in cases}
-        previous, records = resumed(
-            output, resume, load_multi_turn_report, lambda r: r.case_id in wanted
-        )
+    output = options.output
+    async with suite.client(served, options, budget=runner_options["budget"]) as (
+        upstream,
+        model_name,
+    ):
+        resumed = suite.resumed(options, load_multi_turn_report, cases, lambda r: r.case_id)
         runner = MultiTurnRunner(
-            upstream, model_name, configs, served_facts=served_facts, **runner_options
+            upstream, model_name, configs, served_facts=served.facts, **runner_options
         )
-        meta = {
-            **meta_extra,
-            "suite": "bfcl-multi-turn",
-            "model": model_name,
-            "configs": list(
-                dict.fromkeys([*previous.get("configs", []), *(c.label for c in configs)])
-            ),
-            "settings": {
-                **previous.get("settings", {}),
-                **engine_settings(runner.engines, model_name),
-            },
-            "categories": list(dict.fromkeys(c.category for c in cases)),
-            "cases": len(cases),
-            **{k: v for k, v in runner_options.items() if k != "max_reasks"},
-            "max_steps": runner.max_steps,
-            "max_reasks": runner_options["max_reasks"],
-            "parallel": parallel,
-            "bfcl_eval": load_bfcl().version,
-            "started": previous.get("started")
-            or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "machine": machine(),
-        }
-        done = {(r.case_id, r.config) for r in records}
-        total = runner.pending(cases, done)
-        err_console.print(
-            f"{len(cases)} BFCL multi-turn cases × {len(configs)} configurations on "
-            f"{model_name!r}, {parallel} at a time: {total} runs to do"
-            + (f" ({len(done)} already in {output})" if done else "")
+        meta = suite.meta(
+            served,
+            resumed.previous,
+            runner,
+            limit=limit,
+            seed=options.seed,
+            suite="bfcl-multi-turn",
+            categories=list(dict.fromkeys(c.category for c in cases)),
+            cases=len(cases),
+            **{k: v for k, v in runner_options.items() if k not in ("max_reasks", "max_steps")},
+            max_steps=runner.max_steps,
+            max_reasks=runner_options["max_reasks"],
+            parallel=options.parallel,
+            bfcl_eval=load_bfcl().version,
         )
-        run = partial(runner.run, cases, skip=done, parallel=parallel)
-        write = partial(write_multi_turn_report, output)
-        wall_before = float(previous.get("wall_s") or 0)
-        try:
-            await RunLog(err_console, _line).run(run, records, total, meta, write, wall_before)
-        finally:
-            await runner.aclose()
-        return records
-    finally:
-        await upstream.aclose()
+
+        def header(total: int, done: int) -> str:
+            return (
+                f"{len(cases)} BFCL multi-turn cases × {len(configs)} configurations on "
+                f"{model_name!r}, {options.parallel} at a time: {total} runs to do"
+                + (f" ({done} already in {output})" if done else "")
+            )
+
+        await suite.run_pending(
+            runner,
+            cases,
+            resumed,
+            parallel=options.parallel,
+            log=RunLog(err_console, _line),
+            meta=meta,
+            write=partial(write_multi_turn_report, output),
+            header=header,
+            wall_before=float(resumed.previous.get("wall_s") or 0),
+        )
+        return resumed.records
 
 
 def _line(record: MultiTurnRecord) -> str:
@@ -133,16 +105,13 @@ def _line(record: MultiTurnRecord) -> str:
     )
 
 
-def show_multi_turn(
-    records: list[MultiTurnRecord], console: Console, *, markdown: bool, title: str
-) -> None:
-    summaries = summarize_multi_turn(records)
-    if not summaries:
-        console.print("The report has no cases yet.")
-        return
-    render_multi_turn_table(summaries, console, title)
-    if markdown:
-        console.print(multi_turn_markdown(summaries), markup=False, highlight=False, soft_wrap=True)
+show_multi_turn = suite.ReportView(
+    summarize_multi_turn,
+    render_multi_turn_table,
+    multi_turn_markdown,
+    "The report has no cases yet.",
+)
+"""The multi-turn table (and Markdown) of a report's records."""
 
 
 def _title(meta: dict[str, Any]) -> str:
@@ -154,80 +123,39 @@ def _title(meta: dict[str, Any]) -> str:
 
 
 def run_multi_turn_suite(
-    *,
-    categories: list[str],
-    upstream: str | None,
-    model: str | None,
-    model_file: Path | None,
-    local_model: str | None,
-    ctx_size: int | None,
-    threads: int | None,
-    api_key: str | None,
-    configs: list[str],
-    modes: list[str],
-    dialects: list[str],
-    strategies: list[str],
-    baselines: list[str],
-    limit: int | None,
-    seed: int | None,
-    temperature: float,
-    max_tokens: int | None,
-    max_steps: int | None,
-    max_reasks: int,
-    budget: float | None,
-    parallel: int,
-    output: Path,
-    resume: bool,
-    report_only: bool,
-    markdown: bool,
+    options: suite.Options, *, categories: list[str], max_steps: int | None, budget: float | None
 ) -> None:
     """BFCL's multi-turn ``categories`` (``limit`` cases each, 0: all) under the
     configurations and the baselines (default: both); prints the tables, writes ``output``."""
-    try:
-        if report_only:
+    output = options.output
+    with suite.errors():
+        if options.report_only:
             meta, records = load_multi_turn_report(output)
-            show_multi_turn(records, out_console, markdown=markdown, title=_title(meta))
+            show_multi_turn(records, out_console, markdown=options.markdown, title=_title(meta))
             return
-        chosen = build_configs(modes, dialects, strategies, configs, baselines or list(BASELINES))
-        limit = MULTI_TURN_DEFAULTS["limit"] if limit is None else limit
-        cases = load_multi_turn_cases(categories, limit=limit or None, seed=seed)
+        chosen = options.eval_configs(list(BASELINES))
+        limit = MULTI_TURN_DEFAULTS["limit"] if options.limit is None else options.limit
+        cases = load_multi_turn_cases(categories, limit=limit or None, seed=options.seed)
+        max_tokens = options.max_tokens
         runner_options = {
-            "temperature": temperature,
-            "max_tokens": MULTI_TURN_DEFAULTS["max_tokens"] if max_tokens is None else max_tokens,
+            "temperature": options.temperature,
+            "max_tokens": (MULTI_TURN_DEFAULTS["max_tokens"] if max_tokens is None else max_tokens)
+            or None,
             "max_steps": max_steps,
             "budget": budget or MULTI_TURN_DEFAULTS["budget"],
-            "max_reasks": max_reasks,
+            "max_reasks": options.max_reasks,
         }
-        runner_options["max_tokens"] = runner_options["max_tokens"] or None
-        with (
-            sigterm_as_interrupt(),
-            upstream_for_eval(upstream, model_file, local_model, ctx_size, threads, parallel) as (
-                base_url,
-                served_model,
-                described,
-                served_facts,
-            ),
-            # BFCL's simulated APIs print; the tables and progress go elsewhere.
-            contextlib.redirect_stdout(None),
-        ):
-            records = asyncio.run(
-                _evaluate(
-                    base_url=base_url,
-                    model=model or served_model,
-                    api_key=api_key,
-                    runner_options=runner_options,
-                    configs=chosen,
-                    cases=cases,
-                    parallel=parallel,
-                    output=output,
-                    resume=resume,
-                    meta_extra={**described, "limit": limit, "seed": seed},
-                    served_facts=served_facts,
-                )
-            )
+        run = partial(
+            _evaluate,
+            options=options,
+            runner_options=runner_options,
+            configs=chosen,
+            cases=cases,
+            limit=limit,
+        )
+        # BFCL's simulated APIs print; the tables and progress go elsewhere.
+        with contextlib.redirect_stdout(None):
+            records = suite.on_served(options, run, options.ctx_size)
         meta, _ = load_multi_turn_report(output)
-    except ToolshimError as exc:
-        err_console.print(Text.assemble(("error: ", "red"), exc.message))
-        raise typer.Exit(2 if isinstance(exc, ConfigError) else 1) from None
-    show_multi_turn(records, out_console, markdown=markdown, title=_title(meta))
+    show_multi_turn(records, out_console, markdown=options.markdown, title=_title(meta))
     err_console.print(f"Report: {output}")

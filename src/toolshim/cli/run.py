@@ -26,11 +26,10 @@ from toolshim.agent.guards import call_signature
 from toolshim.agent.phases import RunResult, arun_agent_file
 from toolshim.agent.trace import TracingUpstream
 from toolshim.cli._common import (
-    EMBEDDED_HINT,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    fail_for,
+    registry_and_target,
 )
 from toolshim.cli._options import (
     CtxSizeOption,
@@ -45,7 +44,7 @@ from toolshim.cli._options import (
 from toolshim.dialects import get_dialect
 from toolshim.engine.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
-from toolshim.errors import ConfigError, LocalModelError, ToolshimError, UpstreamError
+from toolshim.errors import ConfigError, ToolshimError, UpstreamError
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["register"]
@@ -148,10 +147,9 @@ def run_command(
     report = _Report(err, verbose=verbose, phases=len(spec.phases))
     params = {"temperature": temperature} if temperature is not None else None
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, None, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, None, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             traced = TracingUpstream(
                 OpenAIUpstream(target.base_url, key=target.key, api_key=api_key),
                 on_request=report.request if verbose else None,
@@ -164,12 +162,8 @@ def run_command(
             result = asyncio.run(
                 _run(spec, first_input, engine, model or target.model, params, report)
             )
-    except LocalModelError as exc:
-        fail(err, exc.message, EMBEDDED_HINT)
-    except ConfigError as exc:
-        fail(err, exc.message)
     except ToolshimError as exc:
-        fail(err, exc.message, code=1)
+        fail_for(err, exc, 2 if isinstance(exc, ConfigError) else 1)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if as_json:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
 import socket
@@ -22,13 +21,13 @@ from toolshim.cli._caller_options import (
     StoreMaxSizeOption,
 )
 from toolshim.cli._common import (
-    EMBEDDED_HINT,
     UpstreamTarget,
     check_upstream_choice,
     fail,
-    open_registry,
-    upstream_target,
+    fail_for,
+    registry_and_target,
 )
+from toolshim.cli._listening import is_loopback, listen
 from toolshim.cli._options import (
     BriefSystemOption,
     CompactToolsOption,
@@ -49,8 +48,20 @@ from toolshim.cli._options import (
     UpstreamOption,
     UpstreamRetriesOption,
 )
+from toolshim.cli._serve_limits import (
+    BodyTimeoutOption,
+    DrainTimeoutOption,
+    HeaderTimeoutOption,
+    IdleTimeoutOption,
+    MaxBodySizeOption,
+    MaxConcurrentRequestsOption,
+    MaxConnectionsOption,
+    MaxMessagesOption,
+    MaxToolsOption,
+    build_limits,
+)
 from toolshim.engine.options import DEFAULT_MAX_TOKENS
-from toolshim.errors import ConfigError, LocalModelError, ToolshimError
+from toolshim.errors import ConfigError, ToolshimError
 from toolshim.redact import credential_values, redact, url_without_credentials
 
 if TYPE_CHECKING:
@@ -195,71 +206,15 @@ def serve(
             help="Listen on a non-loopback address without --auth-keys (a trusted network only).",
         ),
     ] = False,
-    max_body_size: Annotated[
-        str,
-        typer.Option(
-            envvar="TOOLSHIM_MAX_BODY_SIZE",
-            help="Largest request body (bytes, or with a K/M/G suffix); larger gets a 413.",
-        ),
-    ] = "16M",
-    max_tools: Annotated[
-        int, typer.Option(envvar="TOOLSHIM_MAX_TOOLS", help="Tools in one request.", min=1)
-    ] = 256,
-    max_messages: Annotated[
-        int,
-        typer.Option(envvar="TOOLSHIM_MAX_MESSAGES", help="Messages in one request.", min=1),
-    ] = 4096,
-    max_concurrent_requests: Annotated[
-        int,
-        typer.Option(
-            envvar="TOOLSHIM_MAX_CONCURRENT_REQUESTS",
-            help="Requests served at once; more get a 429 with Retry-After (/healthz and "
-            "/metrics are not counted).",
-            min=1,
-        ),
-    ] = 256,
-    max_connections: Annotated[
-        int,
-        typer.Option(
-            envvar="TOOLSHIM_MAX_CONNECTIONS",
-            help="Open client connections (lowered to fit the open-file limit). At the limit "
-            "the connection that has waited longest for its headers is closed for a new one.",
-            min=1,
-        ),
-    ] = 1000,
-    header_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_HEADER_TIMEOUT",
-            help="Seconds a client has to send a request's headers (then 408, closed).",
-            min=0.1,
-        ),
-    ] = 10.0,
-    body_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_BODY_TIMEOUT",
-            help="Seconds a client has to send a request's body once its headers are in.",
-            min=0.1,
-        ),
-    ] = 60.0,
-    idle_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_IDLE_TIMEOUT",
-            help="Seconds an idle keep-alive connection is kept open.",
-            min=0.1,
-        ),
-    ] = 15.0,
-    drain_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="TOOLSHIM_DRAIN_TIMEOUT",
-            help="On shutdown (SIGTERM, Ctrl-C), seconds in-flight requests get to finish; "
-            "those still running then get a 503 (a stream, an error event).",
-            min=0,
-        ),
-    ] = 30.0,
+    max_body_size: MaxBodySizeOption = "16M",
+    max_tools: MaxToolsOption = 256,
+    max_messages: MaxMessagesOption = 4096,
+    max_concurrent_requests: MaxConcurrentRequestsOption = 256,
+    max_connections: MaxConnectionsOption = 1000,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    body_timeout: BodyTimeoutOption = 60.0,
+    idle_timeout: IdleTimeoutOption = 15.0,
+    drain_timeout: DrainTimeoutOption = 30.0,
     max_choices: MaxChoicesOption = 8,
     max_output_tokens: MaxOutputTokensOption = 0,
     store_max_size: StoreMaxSizeOption = "1G",
@@ -269,7 +224,6 @@ def serve(
     from toolshim.engine import Engine, EngineOptions
     from toolshim.server import configure_logging, create_app
     from toolshim.server.auth import AccessKeys, admin_names
-    from toolshim.server.limits import Limits
     from toolshim.server.model_aliases import parse_model_aliases
     from toolshim.upstreams.aiohttp_upstream import AiohttpUpstream
 
@@ -293,26 +247,25 @@ def serve(
             from toolshim.mcp.toolset import require_sdk
 
             require_sdk()
-        limits = Limits(
-            max_body_bytes=parse_size(max_body_size, "--max-body-size"),
+        limits = build_limits(
+            err,
+            max_body_size=max_body_size,
+            max_connections=max_connections,
+            store_max_size=store_max_size,
+            store_key_quota=store_key_quota,
             header_timeout=header_timeout,
             body_timeout=body_timeout,
             idle_timeout=idle_timeout,
-            max_connections=_fit_connections(max_connections, err),
             max_concurrent_requests=max_concurrent_requests,
             max_tools=max_tools,
             max_messages=max_messages,
             drain_timeout=drain_timeout,
             max_choices=max_choices,
             max_output_tokens=max_output_tokens,
-            store_max_bytes=parse_size(store_max_size, "--store-max-size"),
-            store_key_quota=0
-            if store_key_quota.strip() == "0"
-            else parse_size(store_key_quota, "--store-key-quota"),
         )
     except ConfigError as exc:
         fail(err, redact(exc.message, secrets))
-    if keys is None and not allow_unauthenticated and not _is_loopback(host):
+    if keys is None and not allow_unauthenticated and not is_loopback(host):
         fail(
             err,
             f"refusing to listen on {host} without access keys: anyone who can reach it could "
@@ -320,13 +273,12 @@ def serve(
             "pass --auth-keys FILE (one key per line, optionally name:key), or "
             "--allow-unauthenticated if every client on that network is trusted",
         )
-    sock = _listen(host, port, err)
+    sock = listen(host, port, err)
     previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        store = open_registry(registry, err)
-        with upstream_target(
-            upstream, model_file, store, err, local_model=local_model, ctx_size=ctx_size
-        ) as target:
+        with registry_and_target(
+            registry, upstream, model_file, err, local_model=local_model, ctx_size=ctx_size
+        ) as (store, target):
             client = AiohttpUpstream(
                 target.base_url,
                 key=target.key,
@@ -378,10 +330,8 @@ def serve(
             _run(app, sock, log_level)
     except (KeyboardInterrupt, _Stop):
         pass
-    except LocalModelError as exc:
-        fail(err, redact(exc.message, secrets), EMBEDDED_HINT)
     except ToolshimError as exc:
-        fail(err, redact(exc.message, secrets))
+        fail_for(err, exc, 2, secrets=secrets)
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         sock.close()
@@ -417,25 +367,6 @@ def register(app: typer.Typer) -> None:
     app.command("serve", help=_HELP, no_args_is_help=False)(serve)
 
 
-def _listen(host: str, port: int, err: Console) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        reason = exc.strerror or str(exc)
-        fail(
-            err,
-            f"cannot listen on {host}:{port}: {reason}",
-            "pick another --port (or stop what is using it)" if exc.errno == 98 else None,
-        )
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
-
-
 def _banner(
     host: str, port: int, target: UpstreamTarget, mode: str, keys: AccessKeys | None
 ) -> None:
@@ -453,66 +384,6 @@ def _banner(
         typer.echo(f"  access keys: {len(keys)} ({', '.join(keys.names)})")
     else:
         typer.echo("  access keys: none (any client that reaches the port is served)")
-
-
-_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-
-
-def parse_size(text: str, flag: str) -> int:
-    """``16M``, ``512K``, ``1G``, ``1048576`` (also ``16MiB``, ``16MB``: binary units) in bytes."""
-    value = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = value[-1:] if value[-1:] in ("K", "M", "G") else ""
-    try:
-        number = float(value[: len(value) - len(unit)])
-    except ValueError:
-        number = -1
-    if number <= 0:
-        raise ConfigError(f"{flag} must be a size such as 16M or 1048576, not {text!r}")
-    return int(number * _SIZE_UNITS[unit])
-
-
-def _is_loopback(host: str) -> bool:
-    """True when every address ``host`` stands for is a loopback one."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
-
-
-_FDS_RESERVED = 64
-"""Open files kept for the process itself (the registry, logs, the embedded model)."""
-
-
-def _fit_connections(wanted: int, err: Console) -> int:
-    """``wanted`` client connections, fewer when the open-file limit cannot hold them (each
-    in-flight request also holds an upstream connection); the soft limit is raised to the
-    hard one first, as servers do."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return wanted
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    needed = wanted * 2 + _FDS_RESERVED
-    if soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass
-    fitting = max(1, (soft - _FDS_RESERVED) // 2)
-    if fitting < wanted:
-        err.print(
-            f"[yellow]warning:[/] the open-file limit ({soft}) holds {fitting} client "
-            f"connections, not {wanted}; --max-connections is {fitting} (raise `ulimit -n`)"
-        )
-        return fitting
-    return wanted
 
 
 def _run(app: ProxyApp, sock: socket.socket, log_level: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call
+from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, one_call
 from toolshim.dialects._native import (
     GLM_ARG_KEY,
     KIMI_ARGUMENT,
@@ -26,7 +26,6 @@ from toolshim.dialects._native import (
     read_kimi,
 )
 from toolshim.dialects._scan import OPEN
-from toolshim.dialects.calls import Interpretation
 from toolshim.dialects.interpret import interpret_python
 from toolshim.dialects.segments import calls_segment
 
@@ -91,7 +90,7 @@ def read_bare_call(host: LineHost, t: int, m: re.Match[str], final: bool) -> Res
         if known and not set(decoded[0]) <= set(known):
             return None, m.end()  # data that merely follows the name
         call = json_arguments_call(name, decoded, raw)
-        return calls_segment(raw, Interpretation((call,))), end
+        return one_call(raw, call, end)
     meaning = interpret_python(raw, host.index, require_known=True)
     if meaning.calls and not any(c.problem for c in meaning.calls):
         return calls_segment(raw, meaning), end
@@ -154,4 +153,4 @@ def read_closed_function(host: Host, t: int, m: re.Match[str], final: bool) -> R
     name = host.index.canonical(buf[t : m.start("glued_json")])
     raw = buf[t:stop]
     call = json_arguments_call(name, host.decode(opener, end), raw)
-    return calls_segment(raw, Interpretation((call,))), stop
+    return one_call(raw, call, stop)

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, too_deep
+from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, one_call, too_deep
 from toolshim.dialects._scan import OPEN, TOO_DEEP
-from toolshim.dialects.calls import Interpretation, ToolIndex
-from toolshim.dialects.segments import calls_segment
+from toolshim.dialects.calls import ToolIndex
 
 __all__ = ["HEADER_REACH", "harmony_name", "read_harmony"]
 
@@ -59,7 +58,7 @@ def read_harmony(host: Host, t: int, name_end: int, name: str, final: bool) -> R
             break
     raw = buf[t:end]
     call = json_arguments_call(harmony_name(host.index, name), host.decode(j, close), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return one_call(raw, call, end)
 
 
 def arguments_start(buf: str, pos: int, final: bool) -> int:

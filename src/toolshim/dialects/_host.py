@@ -5,7 +5,7 @@ from JSON arguments."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple, Protocol
 
 from toolshim.dialects._scan import MAX_DEPTH, RepairBudget
@@ -18,6 +18,9 @@ __all__ = [
     "Resolution",
     "TaggedBody",
     "json_arguments_call",
+    "not_a_tag",
+    "one_call",
+    "read_tagged",
     "tagged_body",
     "too_deep",
 ]
@@ -63,18 +66,60 @@ class TaggedBody(NamedTuple):
 
 
 def tagged_body(
-    host: Host, closing: re.Pattern[str], t: int, head_end: int, final: bool
+    host: Host,
+    closing: re.Pattern[str],
+    t: int,
+    head_end: int,
+    final: bool,
+    closes: Callable[[str], bool] | None = None,
 ) -> TaggedBody | None:
     """The body of the call that starts at ``t``, from the end of its opening tag
     (``head_end``) to the first ``closing`` match; None (answer :data:`NEED`) while no
-    closing tag has come and more text may."""
+    closing tag has come and more text may. Where ``closes`` says a match is not this call's
+    own closing tag (the next call's opening tag), the call ends before it."""
     buf = host.buf
     close = host.find(closing, t, head_end)
     if close is not None:
-        return TaggedBody(buf[head_end : close.start()], close.end(), close)
+        own = closes is None or closes(close.group())
+        return TaggedBody(
+            buf[head_end : close.start()], close.end() if own else close.start(), close
+        )
     if not final:
         return None
     return TaggedBody(buf[head_end:], len(buf), None)
+
+
+def read_tagged(
+    host: Host,
+    closing: re.Pattern[str],
+    t: int,
+    head_end: int,
+    final: bool,
+    build: Callable[[str, str], ParsedCall],
+    closes: Callable[[str], bool] | None = None,
+) -> Resolution:
+    """The one call that starts at ``t`` with an opening tag ending at ``head_end``: its body
+    read up to ``closing`` as :func:`tagged_body` does, ``build(body, raw)`` making the call."""
+    found = tagged_body(host, closing, t, head_end, final, closes)
+    if found is None:
+        return NEED
+    raw = host.buf[t : found.end]
+    return one_call(raw, build(found.text, raw), found.end)
+
+
+def not_a_tag(host: Host, t: int, final: bool, ends: str = ">") -> Resolution:
+    """The answer where the text at ``t`` does not match the opening tag a reader looks for:
+    wait (:data:`NEED`) while the tag may still be coming (no ``ends`` yet, case ignored, in
+    the next 200 characters of a reply that goes on), else prose up to the next character."""
+    if not final and ends not in host.buf[t : t + 200].lower():
+        return NEED
+    return None, t + 1
+
+
+def one_call(raw: str, call: ParsedCall, end: int) -> Resolution:
+    """The resolution of a reader that found the one call ``call`` in ``raw``, ending at
+    ``end``."""
+    return calls_segment(raw, Interpretation((call,))), end
 
 
 def json_arguments_call(name: str, decoded: tuple[object, bool] | None, raw: str) -> ParsedCall:

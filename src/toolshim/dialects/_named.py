@@ -15,13 +15,19 @@ in prose stay prose.
 from __future__ import annotations
 
 import re
+from functools import partial
 
-from toolshim.dialects._host import NEED, Host, Resolution, json_arguments_call, tagged_body
+from toolshim.dialects._host import (
+    NEED,
+    Host,
+    Resolution,
+    json_arguments_call,
+    one_call,
+    read_tagged,
+)
 from toolshim.dialects._native import read_gemma
 from toolshim.dialects._scan import OPEN, TOO_DEEP
-from toolshim.dialects._tags import parameters, read_marker
-from toolshim.dialects.calls import Interpretation, ParsedCall
-from toolshim.dialects.segments import calls_segment
+from toolshim.dialects._tags import parameters_call, read_marker
 
 __all__ = ["GEMMA_OPENERS", "NAME_TAG", "read_gemma_opener", "read_name_tag", "read_tool_tag"]
 
@@ -99,7 +105,7 @@ def read_tool_tag(host: Host, t: int, final: bool) -> Resolution:
     if known and not set(decoded[0]) <= set(known):
         return None, t + 1  # data inside a tag that merely shares the tool's name
     raw = buf[t:end]
-    return calls_segment(raw, Interpretation((json_arguments_call(name, decoded, raw),))), end
+    return one_call(raw, json_arguments_call(name, decoded, raw), end)
 
 
 def _may_become_tool_tag(host: Host, buf: str, start: int) -> bool:
@@ -123,10 +129,6 @@ def read_name_tag(host: Host, t: int, final: bool) -> Resolution:
     name = _offered(host, m.group(1))
     if name is None:
         return None, t + 1
-    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
-    if found is None:
-        return NEED
-    body, end, _ = found
-    raw = buf[t:end]
-    call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return read_tagged(
+        host, _FUNCTION_CLOSE, t, m.end(), final, partial(parameters_call, host, name)
+    )

@@ -26,19 +26,22 @@ Values are typed by the tool's schema (:mod:`._values`). The readers follow the 
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from toolshim.dialects._host import (
     NEED,
     Host,
     Resolution,
     json_arguments_call,
-    tagged_body,
+    not_a_tag,
+    one_call,
+    read_tagged,
     too_deep,
 )
 from toolshim.dialects._scan import OPEN, TOO_DEEP, decode_value
 from toolshim.dialects._values import gemma_arguments, typed_arguments
-from toolshim.dialects.calls import Interpretation, ParsedCall
-from toolshim.dialects.segments import Segment, calls_segment
+from toolshim.dialects.calls import ParsedCall
+from toolshim.dialects.segments import Segment
 
 __all__ = [
     "GLM_ARG_KEY",
@@ -149,18 +152,15 @@ def _skip_closers(body: str, pos: int) -> int:
 def read_glm_open_missing(host: Host, t: int, final: bool) -> Resolution:
     """``NAME<arg_key>…</tool_call>``: a GLM call whose ``<tool_call>`` is missing (``t`` is
     where the offered tool's name starts)."""
-    buf = host.buf
-    m = host.find(_TOOL_CALL_BOUND, t, t)
-    if m is None:
-        if not final:
-            return NEED
-        body, end = buf[t:], len(buf)
-    elif m.group().lower() == "</tool_call>":
-        body, end = buf[t : m.start()], m.end()
-    else:
-        body, end = buf[t : m.start()], m.start()
-    raw = buf[t:end]
-    return calls_segment(raw, Interpretation((glm_call(host, body, raw),))), end
+    return read_tagged(
+        host,
+        _TOOL_CALL_BOUND,
+        t,
+        t,
+        final,
+        partial(glm_call, host),
+        closes=lambda s: s.lower() == "</tool_call>",
+    )
 
 
 # -- Kimi-K2 -----------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def read_kimi(host: Host, t: int, head_start: int, final: bool) -> Resolution:
     end = tail.end() if tail else close
     raw = buf[t:end]
     call = json_arguments_call(name, host.decode(j, close), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return one_call(raw, call, end)
 
 
 KIMI_END_PARTIAL = re.compile(
@@ -225,17 +225,21 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
     buf = host.buf
     m = _INVOKE_OPEN.match(buf, t)
     if m is None:
-        if not final and ">" not in buf[t : t + 200]:
-            return NEED
-        return None, t + 1
-    found = tagged_body(host, _INVOKE_END, t, m.end(), final)
-    if found is None:
-        return NEED
-    body, end, close = found
-    if close is not None and _INVOKE_CLOSE.fullmatch(close.group()) is None:
-        end = close.start()  # not this call's own closing tag: leave it to what follows
-    raw = buf[t:end]
+        return not_a_tag(host, t, final)
     name = host.index.canonical(m.group(1))
+    return read_tagged(
+        host,
+        _INVOKE_END,
+        t,
+        m.end(),
+        final,
+        partial(_invoke_call, host, name),
+        closes=lambda s: bool(_INVOKE_CLOSE.fullmatch(s)),
+    )
+
+
+def _invoke_call(host: Host, name: str, body: str, raw: str) -> ParsedCall:
+    """The call ``<invoke name="NAME">`` with ``<parameter name="K">`` children in ``body``."""
     pairs: list[tuple[str, str]] = []
     verbatim: set[str] = set()
     json_values: set[str] = set()
@@ -261,8 +265,7 @@ def read_invoke(host: Host, t: int, final: bool) -> Resolution:
             decoded = decode_value(arguments[key], budget=host.budget)
             if decoded is not None:
                 arguments[key] = decoded[0]
-    call = ParsedCall(name, arguments, raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return ParsedCall(name, arguments, raw)
 
 
 # -- Gemma 4 -------------------------------------------------------------------------------------
@@ -291,13 +294,13 @@ def read_gemma(host: Host, t: int, name: str, args_start: int, final: bool) -> R
     arguments = gemma_arguments(body, tool, host.index)
     if arguments is None and body.startswith("{"):
         decoded = host.decode(args_start, close)  # JSON written after call:NAME
-        return calls_segment(raw, Interpretation((json_arguments_call(tool, decoded, raw),))), end
+        return one_call(raw, json_arguments_call(tool, decoded, raw), end)
     if arguments is None:
         if host.index.resolve(name) is None:
             return None, args_start
         problem = f"the arguments of {tool!r} are not in the form {{key:value, ...}}"
-        return calls_segment(raw, Interpretation((ParsedCall(tool, None, raw, problem),))), end
-    return calls_segment(raw, Interpretation((ParsedCall(tool, arguments, raw),))), end
+        return one_call(raw, ParsedCall(tool, None, raw, problem), end)
+    return one_call(raw, ParsedCall(tool, arguments, raw), end)
 
 
 def _gemma_end_partial(rest: str) -> bool:
@@ -321,29 +324,23 @@ def read_invoke_name(host: Host, t: int, final: bool) -> Resolution:
     buf = host.buf
     m = _INVOKE_NAME.match(buf, t)
     if m is None:
-        if not final and "</invoke_name>" not in buf[t : t + 200].lower():
-            return NEED
-        return None, t + 1
+        return not_a_tag(host, t, final, "</invoke_name>")
     name = host.index.canonical(m.group(1))
     rest = buf[m.end() : m.end() + 12].lower()
     if not final and len(rest) < 12 and "<parameters>".startswith(rest):
         return NEED
     if not rest.startswith("<parameters>"):
         raw = buf[t : m.end()]
-        return calls_segment(raw, Interpretation((ParsedCall(name, {}, raw),))), m.end()
+        return one_call(raw, ParsedCall(name, {}, raw), m.end())
     start = m.end() + len("<parameters>")
-    close = host.find(_PARAMETERS_END, t, start)
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[start:], len(buf)
-    else:
-        body = buf[start : close.start()]
-        end = close.end() if close.group().lower() == "</parameters>" else close.start()
-    raw = buf[t:end]
-    pairs = [(c.group(1), c.group(2)) for c in _CHILD.finditer(body)]
-    call = ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+
+    def call(body: str, raw: str) -> ParsedCall:
+        pairs = [(c.group(1), c.group(2)) for c in _CHILD.finditer(body)]
+        return ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)
+
+    return read_tagged(
+        host, _PARAMETERS_END, t, start, final, call, closes=lambda s: s.lower() == "</parameters>"
+    )
 
 
 # -- [TOOL_CALL] {tool => "NAME", args => {--key "value"}} [/TOOL_CALL] ---------------------------
@@ -356,21 +353,17 @@ _ARROW_ARG = re.compile(r"--([A-Za-z_][\w\-]{0,127})\s+(\"(?:[^\"\\]|\\.)*\"|'[^
 
 def read_arrow_call(host: Host, t: int, final: bool) -> Resolution:
     """``[TOOL_CALL] {tool => "NAME", args => {--key "value" …}} [/TOOL_CALL]``."""
-    buf = host.buf
     start = t + len(ARROW_OPEN)
-    close = host.find(_ARROW_END, t, start)
-    if close is None:
-        if not final:
-            return NEED
-        body, end = buf[start:], len(buf)
-    else:
-        body = buf[start : close.start()]
-        end = close.end() if close.group().startswith("[/") else close.start()
-    raw = buf[t:end]
+    build = partial(_arrow_call, host)
+    return read_tagged(host, _ARROW_END, t, start, final, build, lambda s: s.startswith("[/"))
+
+
+def _arrow_call(host: Host, body: str, raw: str) -> ParsedCall:
+    """The call in a ``[TOOL_CALL]`` block's ``body``."""
     head = _ARROW_TOOL.match(body)
     if head is None:
         problem = 'the [TOOL_CALL] block does not name a tool as tool => "name"'
-        return calls_segment(raw, Interpretation((ParsedCall("", None, raw, problem),))), end
+        return ParsedCall("", None, raw, problem)
     name = host.index.canonical(head.group(1))
     pairs = []
     for arg in _ARROW_ARG.finditer(body, head.end()):
@@ -381,5 +374,4 @@ def read_arrow_call(host: Host, t: int, final: bool) -> Resolution:
         elif value[:1] == "'":
             value = value[1:-1]
         pairs.append((arg.group(1), value))
-    call = ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return ParsedCall(name, typed_arguments(pairs, name, host.index, host.budget), raw)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from toolshim.types import ToolCall, ToolChoice, ToolSpec
@@ -23,29 +23,20 @@ __all__ = [
 ]
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class PromptOptions:
     """What the tool prompt must say besides the tools: the tool_choice, parallelism, strategy."""
 
-    __slots__ = ("choice", "constrained", "decision", "parallel", "results")
-
-    def __init__(
-        self,
-        choice: ToolChoice = ToolChoice.AUTO,
-        *,
-        parallel: bool = True,
-        decision: bool = False,
-        constrained: bool = False,
-        results: bool = False,
-    ) -> None:
-        self.choice = choice
-        self.parallel = parallel
-        self.decision = decision
-        self.constrained = constrained
-        """The reply will be held to the dialect's ``response_format`` JSON Schema."""
-        self.results = results
-        """The conversation already holds tool results. Only then does the prompt say how
-        results look: told about them up front, small models write made-up results
-        ("Tool result: {...}") instead of calls."""
+    choice: ToolChoice = ToolChoice.AUTO
+    _: KW_ONLY
+    parallel: bool = True
+    decision: bool = False
+    constrained: bool = False
+    """The reply will be held to the dialect's ``response_format`` JSON Schema."""
+    results: bool = False
+    """The conversation already holds tool results. Only then does the prompt say how
+    results look: told about them up front, small models write made-up results
+    ("Tool result: {...}") instead of calls."""
 
     def __repr__(self) -> str:
         return (

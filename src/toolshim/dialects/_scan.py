@@ -24,6 +24,8 @@ from typing import Any
 
 import json_repair
 
+from toolshim.json_walk import json_nodes
+
 __all__ = [
     "IDENTIFIER",
     "MAX_DEPTH",
@@ -356,19 +358,7 @@ def _bounded(value: Any, *, repaired: bool) -> tuple[Any, bool] | None:
 
 def nested_deeper_than(value: Any, limit: int) -> bool:
     """True when lists and dicts nest more than ``limit`` levels in ``value`` (no recursion)."""
-    todo: list[tuple[Any, int]] = [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        todo.extend((child, depth + 1) for child in children)
-    return False
+    return any(holds and depth > limit for _, depth, holds in json_nodes(value))
 
 
 def _jsonable(value: Any) -> Any:

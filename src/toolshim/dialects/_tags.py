@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from toolshim.dialects._host import (
@@ -19,6 +20,9 @@ from toolshim.dialects._host import (
     Host,
     Resolution,
     json_arguments_call,
+    not_a_tag,
+    one_call,
+    read_tagged,
     tagged_body,
     too_deep,
 )
@@ -239,15 +243,12 @@ def read_tool_call(host: Host, t: int, final: bool) -> Resolution:
                 return NEED
             end = k + len(TOOL_CALL_CLOSE) if rest.lower() == TOOL_CALL_CLOSE else close
             return _tool_call_segment(host, buf[t:end], buf[j:close]), end
-    m = host.find(_TOOL_CALL_END, t, start)
-    if m is None:
-        if not final:
-            return NEED
-        body, end = buf[start:], len(buf)
-    elif m.group().lower() == TOOL_CALL_CLOSE:
-        body, end = buf[start : m.start()], m.end()
-    else:
-        body, end = buf[start : m.start()], m.start()
+    found = tagged_body(
+        host, _TOOL_CALL_END, t, start, final, closes=lambda s: s.lower() == TOOL_CALL_CLOSE
+    )
+    if found is None:
+        return NEED
+    body, end, _ = found
     return _tool_call_segment(host, buf[t:end], body), end
 
 
@@ -276,20 +277,15 @@ def read_function_tag(host: Host, t: int, final: bool) -> Resolution:
         return _glued_function(host, t, glued, final)
     m = _FUNCTION_TAG.match(buf, t)
     if m is None:
-        if not final and ">" not in buf[t : t + 200]:
-            return NEED
-        return None, t + 1
-    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
-    if found is None:
-        return NEED
-    body, end, _ = found
-    raw = buf[t:end]
+        return not_a_tag(host, t, final)
     name = host.index.canonical(m.group(1))
-    if _PARAMETER.search(body):
-        call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
-    else:
-        call = json_arguments_call(name, _decode_body(body, host), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+
+    def call(body: str, raw: str) -> ParsedCall:
+        if _PARAMETER.search(body):
+            return parameters_call(host, name, body, raw)
+        return json_arguments_call(name, _decode_body(body, host), raw)
+
+    return read_tagged(host, _FUNCTION_CLOSE, t, m.end(), final, call)
 
 
 def read_parameter_as_function(host: Host, t: int, final: bool) -> Resolution:
@@ -298,19 +294,13 @@ def read_parameter_as_function(host: Host, t: int, final: bool) -> Resolution:
     buf = host.buf
     m = _PARAMETER.match(buf, t)
     if m is None:
-        if not final and ">" not in buf[t : t + 200]:
-            return NEED
-        return None, t + 1
+        return not_a_tag(host, t, final)
     name = host.index.resolve(m.group(1))
     if name is None:
         return None, t + 1
-    found = tagged_body(host, _FUNCTION_CLOSE, t, m.end(), final)
-    if found is None:
-        return NEED
-    body, end, _ = found
-    raw = buf[t:end]
-    call = ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return read_tagged(
+        host, _FUNCTION_CLOSE, t, m.end(), final, partial(parameters_call, host, name)
+    )
 
 
 def _glued_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolution:
@@ -330,7 +320,7 @@ def _glued_function(host: Host, t: int, m: re.Match[str], final: bool) -> Resolu
     end = tail.end() if tail is not None else close
     raw = buf[t:end]
     call = json_arguments_call(name, _decode_body(inside, host), raw)
-    return calls_segment(raw, Interpretation((call,))), end
+    return one_call(raw, call, end)
 
 
 def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
@@ -338,9 +328,7 @@ def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
     buf = host.buf
     m = _FUNCTION_NAME_TAG.match(buf, t)
     if m is None:
-        if not final and "</function>" not in buf[t : t + 200].lower():
-            return NEED
-        return None, t + 1
+        return not_a_tag(host, t, final, "</function>")
     j = m.end()
     while j < len(buf) and buf[j].isspace():
         j += 1
@@ -356,9 +344,9 @@ def read_function_name_tag(host: Host, t: int, final: bool) -> Resolution:
         close = len(buf) if close == OPEN else close
         raw = buf[t:close]
         call = json_arguments_call(name, host.decode(j, close), raw)
-        return calls_segment(raw, Interpretation((call,))), close
+        return one_call(raw, call, close)
     raw = buf[t : m.end()]
-    return calls_segment(raw, Interpretation((ParsedCall(name, {}, raw),))), m.end()
+    return one_call(raw, ParsedCall(name, {}, raw), m.end())
 
 
 def read_mistral(host: Host, start: int, final: bool) -> Resolution:
@@ -378,7 +366,7 @@ def read_mistral(host: Host, start: int, final: bool) -> Resolution:
         problem = None if isinstance(args, Mapping) else "the arguments are not a JSON object"
         raw = buf[start - len("[TOOL_CALLS]") : end]
         call = ParsedCall(name, args, raw, problem)
-        return calls_segment(raw, Interpretation((call,))), end
+        return one_call(raw, call, end)
     if not final and _MISTRAL_PARTIAL.fullmatch(buf, start) is not None:
         return NEED
     return Segment("marker", "[TOOL_CALLS]"), start
@@ -392,28 +380,23 @@ _MISTRAL_PARTIAL = re.compile(
 
 def read_deepseek(host: Host, t: int, final: bool) -> Resolution:
     """``<｜tool▁call▁begin｜>[function<｜tool▁sep｜>]name…<｜tool▁call▁end｜>`` (DeepSeek V3/R1/V3.1)."""
-    buf = host.buf
     start = t + len(DEEPSEEK_OPEN)
-    m = host.find(_DEEPSEEK_END, t, start)
-    if m is None:
-        if not final:
-            return NEED
-        body, end = buf[start:], len(buf)
-    else:
-        body = buf[start : m.start()]
-        end = m.end() if m.group() == DEEPSEEK_CLOSE else m.start()
-    raw = buf[t:end]
+    build = partial(_deepseek_call, host)
+    return read_tagged(host, _DEEPSEEK_END, t, start, final, build, DEEPSEEK_CLOSE.__eq__)
+
+
+def _deepseek_call(host: Host, body: str, raw: str) -> ParsedCall:
+    """The call in a DeepSeek tool call's ``body``."""
     head, sep, rest = body.partition(DEEPSEEK_SEP)
     if not sep:
-        call = ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
-    elif head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
+        return ParsedCall("", None, raw, "the DeepSeek tool call has no <｜tool▁sep｜>")
+    if head.strip() == "function":  # V3 / R1: function<sep>NAME\n```json\n{…}\n```
         name, _, args = rest.strip().partition("\n")
         decoded = _decode_body(_unfence(args), host)
-        call = json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
-    else:  # V3.1: NAME<sep>{…}
-        decoded = _decode_body(rest, host)
-        call = json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
-    return calls_segment(raw, Interpretation((call,))), end
+        return json_arguments_call(host.index.canonical(name.strip()), decoded, raw)
+    # V3.1: NAME<sep>{…}
+    decoded = _decode_body(rest, host)
+    return json_arguments_call(host.index.canonical(head.strip()), decoded, raw)
 
 
 def _unfence(text: str) -> str:
@@ -431,6 +414,11 @@ def _decode_body(body: str, host: Host) -> tuple[object, bool] | None:
         return _EMPTY
     keys = host.index.argument_types()
     return decode_value(body, budget=host.budget, fixer=lambda text: repair_quotes(text, keys))
+
+
+def parameters_call(host: Host, name: str, body: str, raw: str) -> ParsedCall:
+    """The call of ``name`` whose ``<parameter=k>v</parameter>`` children are ``body``."""
+    return ParsedCall(name, parameters(body, name, host.index, host.budget), raw)
 
 
 def parameters(

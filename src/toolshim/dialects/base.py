@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from toolshim.dialects._prompt import PromptOptions, example_arguments, schema_json
+from toolshim.dialects._prompt import PromptOptions, choice_rules, example_arguments, schema_json
 from toolshim.dialects.extract import ParsedReply, ReplyParser, parse_reply
 from toolshim.types import ToolCall, ToolSpec
 
@@ -50,6 +50,14 @@ class Dialect(ABC):
     abbreviates it (Qwen2.5-Coder-1.5B under pythonic answered a dependent question with three
     made-up ``Tool result: {…}`` lines)."""
 
+    many_calls: ClassVar[str] = "If several calls are needed, put them all in the one list."
+    """How to make several calls in one reply, as the tool instructions say it."""
+    results_note: ClassVar[str] = (
+        "The results of your calls are in the messages that start with 'Tool result'; "
+        "use them to answer the user."
+    )
+    """Where the results of the calls are, said where the conversation has some."""
+
     @abstractmethod
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         """The system-prompt text that describes the tools and how to call them (or not)."""
@@ -61,6 +69,20 @@ class Dialect(ABC):
     @abstractmethod
     def format_reminder(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         """One or two sentences that restate the call format, for re-asks."""
+
+    def finish_tools(
+        self, lines: list[str], options: PromptOptions, decline: str, *more: str
+    ) -> str:
+        """The tool instructions: ``lines``, the rules of the tool choice (``decline``: how to
+        answer without a tool), ``more`` lines, then where the results are."""
+        lines = [
+            *lines,
+            *choice_rules(options, decline=decline, many=self.many_calls, max_calls=self.max_calls),
+            *more,
+        ]
+        if options.results:
+            lines.append(self.results_note)
+        return "\n".join(lines).strip()
 
     def continuation(self, calls: Sequence[ToolCall]) -> tuple[str, str] | None:
         """How to ask for one more call after ``calls`` by continuing the reply: the assistant

@@ -16,7 +16,6 @@ from typing import Any
 from toolshim.dialects._prompt import (
     PromptOptions,
     call_arguments,
-    choice_rules,
     example_arguments,
     tools_needing,
 )
@@ -33,6 +32,15 @@ class HermesDialect(Dialect):
 
     name = "hermes"
     stop_sequences = ("<tool_response>",)
+    many_calls = (
+        "When the request asks for several things that do not depend on each other "
+        "(the same question about two cities, two people, two items), make all those "
+        "calls now, one <tool_call></tool_call> block for each."
+    )
+    results_note = (
+        "The results of your calls are inside <tool_response></tool_response> tags, "
+        "each starting with the function name and call id; use them to answer the user."
+    )
 
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         shown = tools_needing(tools, options)
@@ -64,22 +72,7 @@ class HermesDialect(Dialect):
             decline = "reply with the single word: none"
         else:
             decline = "answer the user directly in plain text, with no <tool_call> block."
-        lines += choice_rules(
-            options,
-            decline=decline,
-            many=(
-                "When the request asks for several things that do not depend on each other "
-                "(the same question about two cities, two people, two items), make all those "
-                "calls now, one <tool_call></tool_call> block for each."
-            ),
-            max_calls=self.max_calls,
-        )
-        if options.results:
-            lines.append(
-                "The results of your calls are inside <tool_response></tool_response> tags, "
-                "each starting with the function name and call id; use them to answer the user."
-            )
-        return "\n".join(lines).strip()
+        return self.finish_tools(lines, options, decline)
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(

@@ -9,7 +9,6 @@ from typing import Any
 from toolshim.dialects._prompt import (
     PromptOptions,
     call_arguments,
-    choice_rules,
     example_arguments,
     schema_json,
     tools_needing,
@@ -54,6 +53,7 @@ class JsonDialect(Dialect):
     """Tools as JSON Schemas; a call is one JSON object holding a ``tool_calls`` list."""
 
     name = "json"
+    many_calls = "If several calls are needed, put them all in the tool_calls list."
 
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         shown = tools_needing(tools, options)
@@ -103,19 +103,12 @@ class JsonDialect(Dialect):
             ]
             decline = "answer in plain text, without any JSON."
         lines += ["", "# Rules", ""]
-        lines += choice_rules(
+        return self.finish_tools(
+            lines,
             options,
-            decline=decline,
-            many="If several calls are needed, put them all in the tool_calls list.",
-            max_calls=self.max_calls,
+            decline,
+            "Use tool names exactly as listed. Arguments must match the schema.",
         )
-        lines.append("Use tool names exactly as listed. Arguments must match the schema.")
-        if options.results:
-            lines.append(
-                "The results of your calls are in the messages that start with 'Tool result'; "
-                "use them to answer the user."
-            )
-        return "\n".join(lines).strip()
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         items = [{"name": c.name, "arguments": call_arguments(c)} for c in calls]

@@ -16,7 +16,6 @@ from toolshim.dialects._prompt import (
     Parameter,
     PromptOptions,
     call_arguments,
-    choice_rules,
     example_arguments,
     parameters_of,
     schema_json,
@@ -61,18 +60,7 @@ class PythonicDialect(Dialect):
             decline = "reply exactly: []"
         else:
             decline = "answer in plain text, without any function call."
-        lines += choice_rules(
-            options,
-            decline=decline,
-            many="If several calls are needed, put them all in the one list.",
-            max_calls=self.max_calls,
-        )
-        if options.results:
-            lines.append(
-                "The results of your calls are in the messages that start with 'Tool result'; "
-                "use them to answer the user."
-            )
-        return "\n".join(lines).strip()
+        return self.finish_tools(lines, options, decline)
 
     def call_opening(self, name: str | None = None) -> str | None:
         return "[" if name is None else f"[{name}("

@@ -14,7 +14,6 @@ from toolshim.dialects._prompt import (
     Parameter,
     PromptOptions,
     call_arguments,
-    choice_rules,
     default_text,
     example_arguments,
     parameters_of,
@@ -36,6 +35,8 @@ class WindlassDialect(Dialect):
 
     name = "windlass"
     stop_sequences = ("Tool Result (",)
+    many_calls = "To call several tools, output one JSON object per call."
+    results_note = "The results of your calls are in the messages that start with 'Tool Result'."
 
     def render_tools(self, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
         shown = tools_needing(tools, options)
@@ -63,17 +64,7 @@ class WindlassDialect(Dialect):
             decline = f"output only {_DECLINE}"
         else:
             decline = "answer in plain text, with no tool JSON in your reply."
-        lines += choice_rules(
-            options,
-            decline=decline,
-            many="To call several tools, output one JSON object per call.",
-            max_calls=self.max_calls,
-        )
-        if options.results:
-            lines.append(
-                "The results of your calls are in the messages that start with 'Tool Result'."
-            )
-        return "\n".join(lines).strip()
+        return self.finish_tools(lines, options, decline)
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -12,10 +11,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from toolshim.errors import ConfigError
 from toolshim.evaluation.agent_runner import FAILURE_KINDS, AgentRecord
 from toolshim.evaluation.agent_tasks import KINDS
-from toolshim.evaluation.report import write_json
+from toolshim.evaluation.report import read_report, report_json, write_json
 
 __all__ = [
     "AGENT_REPORT_FORMAT",
@@ -91,24 +89,12 @@ def _mean(values: Sequence[float]) -> float:
 
 def write_agent_report(path: Path, meta: Mapping[str, Any], records: Sequence[AgentRecord]) -> None:
     """Write the JSON report atomically (safe to call after every task)."""
-    report = {
-        "format": AGENT_REPORT_FORMAT,
-        "meta": dict(meta),
-        "summary": [asdict(s) for s in summarize_agent(records)],
-        "tasks": [r.to_dict() for r in records],
-    }
-    write_json(path, report)
+    summary = [asdict(s) for s in summarize_agent(records)]
+    write_json(path, report_json(AGENT_REPORT_FORMAT, meta, summary, records, "tasks"))
 
 
 def load_agent_report(path: Path) -> tuple[dict[str, Any], list[AgentRecord]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the agent report {str(path)!r}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("format") != AGENT_REPORT_FORMAT:
-        raise ConfigError(
-            f"{str(path)!r} is not a toolshim agent report (format {AGENT_REPORT_FORMAT!r})"
-        )
+    data = read_report(path, AGENT_REPORT_FORMAT, "agent", "agent")
     return dict(data.get("meta") or {}), [AgentRecord.from_dict(t) for t in data["tasks"]]
 
 
@@ -130,45 +116,42 @@ def _cell(right: int, total: int) -> str:
     return f"{right}/{total} ({100 * right / total:.0f}%, {100 * low:.0f}–{100 * high:.0f})"
 
 
-def _failures(summary: AgentSummary) -> str:
-    return ", ".join(f"{k} {v}" for k, v in summary.failures.items()) or "–"
+def _kinds(summaries: Sequence[AgentSummary]) -> list[str]:
+    """The task kinds the summaries have results for, in :data:`KINDS` order."""
+    return [k for k in KINDS if any(k in s.by_kind for s in summaries)]
+
+
+def _row(s: AgentSummary, kinds: Sequence[str]) -> list[str]:
+    """A configuration's cells: correct answers in all and per kind, then cost, failures."""
+    return [
+        s.config,
+        _cell(s.correct, s.tasks),
+        *(_cell(*s.by_kind.get(k, (0, 0))) for k in kinds),
+        f"{s.mean_turns:.1f}",
+        f"{s.mean_llm_calls:.1f}",
+        f"{s.mean_tokens:.0f}",
+        f"{s.mean_seconds:.1f}",
+        ", ".join(f"{k} {v}" for k, v in s.failures.items()) or "–",
+    ]
 
 
 def agent_markdown(summaries: Sequence[AgentSummary]) -> str:
     """The results table as Markdown: correct final answers per kind, with 95% intervals."""
-    kinds = [k for k in KINDS if any(k in s.by_kind for s in summaries)]
+    kinds = _kinds(summaries)
     head = ["configuration", "all", *kinds, "turns", "LLM calls", "tokens", "s/task", "failures"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for s in summaries:
-        row = [
-            f"`{s.config}`",
-            _cell(s.correct, s.tasks),
-            *(_cell(*s.by_kind.get(k, (0, 0))) for k in kinds),
-            f"{s.mean_turns:.1f}",
-            f"{s.mean_llm_calls:.1f}",
-            f"{s.mean_tokens:.0f}",
-            f"{s.mean_seconds:.1f}",
-            _failures(s),
-        ]
-        lines.append("| " + " | ".join(row) + " |")
+        config, *cells = _row(s, kinds)
+        lines.append("| " + " | ".join([f"`{config}`", *cells]) + " |")
     return "\n".join(lines)
 
 
 def render_agent_table(summaries: Sequence[AgentSummary], console: Console, title: str) -> None:
-    kinds = [k for k in KINDS if any(k in s.by_kind for s in summaries)]
+    kinds = _kinds(summaries)
     table = Table(title=title)
     for column in ("configuration", "all", *kinds, "turns", "calls", "tokens", "s/task"):
         table.add_column(column)
     table.add_column("failures")
     for s in summaries:
-        table.add_row(
-            s.config,
-            _cell(s.correct, s.tasks),
-            *(_cell(*s.by_kind.get(k, (0, 0))) for k in kinds),
-            f"{s.mean_turns:.1f}",
-            f"{s.mean_llm_calls:.1f}",
-            f"{s.mean_tokens:.0f}",
-            f"{s.mean_seconds:.1f}",
-            _failures(s),
-        )
+        table.add_row(*_row(s, kinds))
     console.print(table)

@@ -29,7 +29,7 @@ import os
 import random
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -89,19 +89,13 @@ RELEVANCE_CATEGORIES: frozenset[str] = frozenset(
 """Categories scored only on whether a call was made (no possible answer to compare with)."""
 
 SUPPORTED_CATEGORIES: tuple[str, ...] = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
+    *(CATEGORY_ALIASES.get(c, c) for c in DEFAULT_CATEGORIES if c != "live_irrelevance"),
     "live_parallel_multiple",
     "live_irrelevance",
     "live_relevance",
 )
-"""BFCL's single-turn Python categories: the ones its AST checker scores from one reply."""
+"""BFCL's single-turn Python categories: the ones its AST checker scores from one reply (the
+default sample's, and three more)."""
 
 FC_PROFILE = "gpt-4o-2024-11-20-FC"
 """The BFCL model key the checker scores tool calls under: a function-calling model whose
@@ -297,34 +291,55 @@ def load_cases(
 ) -> list[BfclCase]:
     """BFCL's cases for ``categories``: ``limit`` per category, a seeded sample in file order
     (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    sample = sampled_entries(
+        dict.fromkeys(canonical_category(c) for c in categories),
+        limit,
+        seed,
+        graded=lambda name: name not in RELEVANCE_CATEGORIES,
+        include_language_specific_hint=False,
+    )
+    b = load_bfcl()
+    return [
+        BfclCase(
+            id=str(entry["id"]),
+            category=name,
+            messages=tuple(entry["question"][0]),
+            functions=tuple(entry["function"]),
+            ground_truth=tuple(truth) if truth is not None else None,
+            hinted_functions=tuple(b.add_language_hint([copy.deepcopy(entry)])[0]["function"]),
+        )
+        for name, entry, truth in sample
+    ]
+
+
+def sampled_entries(
+    categories: Iterable[str],
+    limit: int | None,
+    seed: int | None,
+    *,
+    graded: Callable[[str], bool] = lambda name: True,
+    **load_options: bool,
+) -> list[tuple[str, dict[str, Any], Any]]:
+    """(category, BFCL entry, its possible answer) for ``limit`` entries of each category, a
+    seeded sample in file order (``seed=None``: the first ``limit``); the answer is None in
+    categories not ``graded`` (nothing to compare with). ConfigError for a limit under 1 and
+    for a graded entry without an answer."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}", param="limit")
     b = load_bfcl()
-    cases: list[BfclCase] = []
-    for name in dict.fromkeys(canonical_category(c) for c in categories):
-        entries = b.load_dataset_entry(
-            name, include_prereq=False, include_language_specific_hint=False
-        )
+    sample: list[tuple[str, dict[str, Any], Any]] = []
+    for name in categories:
+        entries = b.load_dataset_entry(name, include_prereq=False, **load_options)
         answers: dict[str, Any] = {}
-        if name not in RELEVANCE_CATEGORIES:
+        if graded(name):
             answers = {a["id"]: a["ground_truth"] for a in b.load_ground_truth_entry(name)}
         for index in _select(name, len(entries), limit, seed):
             entry = entries[index]
-            hinted = b.add_language_hint([copy.deepcopy(entry)])[0]["function"]
             truth = answers.get(entry["id"]) if answers else None
             if answers and truth is None:
                 raise ConfigError(f"BFCL case {entry['id']!r} has no possible answer")
-            cases.append(
-                BfclCase(
-                    id=str(entry["id"]),
-                    category=name,
-                    messages=tuple(entry["question"][0]),
-                    functions=tuple(entry["function"]),
-                    ground_truth=tuple(truth) if truth is not None else None,
-                    hinted_functions=tuple(hinted),
-                )
-            )
-    return cases
+            sample.append((name, entry, truth))
+    return sample
 
 
 Decoder = Literal["fc", "prompt"]

@@ -33,7 +33,7 @@ from functools import cache
 from typing import Any, Literal
 
 from toolshim.errors import ConfigError
-from toolshim.evaluation.bfcl import BfclMissingError, _select, load_bfcl
+from toolshim.evaluation.bfcl import BfclMissingError, load_bfcl, sampled_entries
 
 __all__ = [
     "MULTI_TURN_ALIAS",
@@ -191,35 +191,24 @@ def load_multi_turn_cases(
 ) -> list[MultiTurnCase]:
     """BFCL's multi-turn cases: ``limit`` per category, a seeded sample in file order
     (``seed=None``: the first ``limit``), the same cases for the same arguments."""
-    if limit is not None and limit < 1:
-        raise ConfigError(f"limit must be at least 1, got {limit}", param="limit")
-    b = load_bfcl()
+    sample = sampled_entries(canonical_multi_turn(categories), limit, seed)
     load_multi_turn()
-    cases: list[MultiTurnCase] = []
-    for name in canonical_multi_turn(categories):
-        entries = b.load_dataset_entry(name, include_prereq=False)
-        answers = {a["id"]: a["ground_truth"] for a in b.load_ground_truth_entry(name)}
-        for index in _select(name, len(entries), limit, seed):
-            entry = entries[index]
-            truth = answers.get(entry["id"])
-            if truth is None:
-                raise ConfigError(f"BFCL case {entry['id']!r} has no possible answer")
-            cases.append(
-                MultiTurnCase(
-                    id=str(entry["id"]),
-                    category=name,
-                    turns=tuple(tuple(turn) for turn in entry["question"]),
-                    functions=tuple(entry["function"]),
-                    held_out={
-                        int(turn): tuple(docs)
-                        for turn, docs in (entry.get("missed_function") or {}).items()
-                    },
-                    initial_config=entry.get("initial_config") or {},
-                    involved_classes=tuple(entry["involved_classes"]),
-                    ground_truth=tuple(tuple(calls) for calls in truth),
-                )
-            )
-    return cases
+    return [
+        MultiTurnCase(
+            id=str(entry["id"]),
+            category=name,
+            turns=tuple(tuple(turn) for turn in entry["question"]),
+            functions=tuple(entry["function"]),
+            held_out={
+                int(turn): tuple(docs)
+                for turn, docs in (entry.get("missed_function") or {}).items()
+            },
+            initial_config=entry.get("initial_config") or {},
+            involved_classes=tuple(entry["involved_classes"]),
+            ground_truth=tuple(tuple(calls) for calls in truth),
+        )
+        for name, entry, truth in sample
+    ]
 
 
 _run_numbers = itertools.count()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -11,10 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from toolshim.errors import ConfigError
 from toolshim.evaluation.agent_report import wilson
 from toolshim.evaluation.multi_turn_runner import MultiTurnRecord
-from toolshim.evaluation.report import ALL_CATEGORIES, write_json
+from toolshim.evaluation.report import ALL_CATEGORIES, read_report, report_json, write_json
 
 __all__ = [
     "MULTI_TURN_REPORT_FORMAT",
@@ -104,27 +102,14 @@ def write_multi_turn_report(
     path: Path, meta: Mapping[str, Any], records: Sequence[MultiTurnRecord]
 ) -> None:
     """Write the JSON report atomically (safe to call after every case)."""
-    report = {
-        "format": MULTI_TURN_REPORT_FORMAT,
-        "meta": dict(meta),
-        "summary": [
-            {**asdict(s), "accuracy": round(s.accuracy, 4)} for s in summarize_multi_turn(records)
-        ],
-        "cases": [r.to_dict() for r in records],
-    }
-    write_json(path, report)
+    summary = [
+        {**asdict(s), "accuracy": round(s.accuracy, 4)} for s in summarize_multi_turn(records)
+    ]
+    write_json(path, report_json(MULTI_TURN_REPORT_FORMAT, meta, summary, records))
 
 
 def load_multi_turn_report(path: Path) -> tuple[dict[str, Any], list[MultiTurnRecord]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the multi-turn report {str(path)!r}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("format") != MULTI_TURN_REPORT_FORMAT:
-        raise ConfigError(
-            f"{str(path)!r} is not a toolshim BFCL multi-turn report "
-            f"(format {MULTI_TURN_REPORT_FORMAT!r})"
-        )
+    data = read_report(path, MULTI_TURN_REPORT_FORMAT, "multi-turn", "BFCL multi-turn")
     return dict(data.get("meta") or {}), [MultiTurnRecord.from_dict(c) for c in data["cases"]]
 
 

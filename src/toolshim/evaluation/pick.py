@@ -33,7 +33,7 @@ names no dialect used what its registry preferred; recorded in the report's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from toolshim.capabilities.facts import Source
@@ -79,13 +79,7 @@ class Settings:
     """Fact ``doubt`` was set (a call the model opened unsure of answered without tools)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "dialect": self.dialect,
-            "strategy": self.strategy,
-            "constrain": self.constrain,
-            "doubt": self.doubt,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Settings:

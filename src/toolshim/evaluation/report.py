@@ -164,14 +164,38 @@ def write_report(
     path: Path, meta: Mapping[str, Any], records: Sequence[CaseRecord]
 ) -> dict[str, Any]:
     """Write the JSON report atomically (safe to call after every case); returns it."""
-    report = {
-        "format": REPORT_FORMAT,
-        "meta": dict(meta),
-        "summary": [asdict(s) for s in summarize(records)],
-        "cases": [r.to_dict() for r in records],
-    }
+    report = report_json(REPORT_FORMAT, meta, [asdict(s) for s in summarize(records)], records)
     write_json(path, report)
     return report
+
+
+def report_json(
+    form: str,
+    meta: Mapping[str, Any],
+    summary: list[dict[str, Any]],
+    records: Sequence[Any],
+    key: str = "cases",
+) -> dict[str, Any]:
+    """A suite's JSON report: its ``form``, ``meta``, ``summary`` and the ``records`` (each
+    ``to_dict()``) under ``key``."""
+    return {
+        "format": form,
+        "meta": dict(meta),
+        "summary": summary,
+        key: [r.to_dict() for r in records],
+    }
+
+
+def read_report(path: Path, form: str, name: str, kind: str) -> dict[str, Any]:
+    """The JSON report of the ``form`` at ``path``; ConfigError, naming the ``name`` report
+    (a toolshim ``kind`` report), when it cannot be read or is another."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the {name} report {str(path)!r}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != form:
+        raise ConfigError(f"{str(path)!r} is not a toolshim {kind} report (format {form!r})")
+    return data
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -197,12 +221,7 @@ def _umask() -> int:
 
 def load_report(path: Path) -> tuple[dict[str, Any], list[CaseRecord]]:
     """The meta and the case records of a JSON report written by :func:`write_report`."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the eval report {str(path)!r}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
-        raise ConfigError(f"{str(path)!r} is not a toolshim eval report (format {REPORT_FORMAT!r})")
+    data = read_report(path, REPORT_FORMAT, "eval", "eval")
     return dict(data.get("meta") or {}), [CaseRecord.from_dict(c) for c in data["cases"]]
 
 

@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -108,23 +109,38 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.spec.startup_timeout)
         except TimeoutError:
-            await self._halt(cancel=True)
-            self._down(f"it did not start within {self.spec.startup_timeout:g} s")
-            raise MCPServerError(
-                f"MCP server {self.name!r} ({self.spec.describe()}) did not start within "
-                f"{self.spec.startup_timeout:g} s{self._tail()}",
-                server=self.name,
+            within = f"within {self.spec.startup_timeout:g} s"
+            raise await self._given_up(
+                f"it did not start {within}",
+                lambda: f"{self._starting()} did not start {within}{self._tail()}",
+                cancel=True,
                 timed_out=True,
             ) from None
         except Exception as exc:
-            await self._halt(cancel=True)
-            self._down(f"it could not start ({_reason(exc)})")
-            raise MCPServerError(
-                f"MCP server {self.name!r} ({self.spec.describe()}) could not start: "
-                f"{_reason(exc)}{self._tail()}",
-                server=self.name,
+            reason = _reason(exc)
+            raise await self._given_up(
+                f"it could not start ({reason})",
+                lambda: f"{self._starting()} could not start: {reason}{self._tail()}",
+                cancel=True,
             ) from exc
         self.state = "ready"
+
+    def _starting(self) -> str:
+        return f"MCP server {self.name!r} ({self.spec.describe()})"
+
+    async def _given_up(
+        self,
+        why: str,
+        message: Callable[[], str],
+        *,
+        cancel: bool = False,
+        timed_out: bool = False,
+    ) -> MCPServerError:
+        """Stop the server (at once with ``cancel``) and mark it down (``why``); the error
+        that says ``message()`` (written once it stopped: its last stderr lines are in)."""
+        await self._halt(cancel=cancel)
+        self._down(why)
+        return MCPServerError(message(), server=self.name, timed_out=timed_out)
 
     async def stop(self) -> None:
         """Stop the server (its process ends); calls after this start it again."""
@@ -299,12 +315,12 @@ class Connection:
             with anyio.fail_after(self.spec.timeout):
                 result = await client.call_tool(tool, arguments)
         except TimeoutError:
-            await self._halt()
-            self._down(f"a call to {tool!r} took longer than {self.spec.timeout:g} s")
-            raise MCPServerError(
-                f"the MCP server {self.name!r} did not answer the call to {tool!r} within "
-                f"{self.spec.timeout:g} s (it was stopped{self._again()})",
-                server=self.name,
+            raise await self._given_up(
+                f"a call to {tool!r} took longer than {self.spec.timeout:g} s",
+                lambda: (
+                    f"the MCP server {self.name!r} did not answer the call to {tool!r} "
+                    f"within {self.spec.timeout:g} s (it was stopped{self._again()})"
+                ),
                 timed_out=True,
             ) from None
         except MCPError as exc:
@@ -327,12 +343,12 @@ class Connection:
 
     async def _crashed(self, tool: str) -> None:
         await asyncio.sleep(0.05)  # let the last stderr lines arrive
-        await self._halt()
-        self._down(f"it stopped during a call to {tool!r}")
-        raise MCPServerError(
-            f"the MCP server {self.name!r} stopped during the call to {tool!r} (it crashed or "
-            f"closed the connection{self._again()}){self._tail()}",
-            server=self.name,
+        raise await self._given_up(
+            f"it stopped during a call to {tool!r}",
+            lambda: (
+                f"the MCP server {self.name!r} stopped during the call to {tool!r} (it "
+                f"crashed or closed the connection{self._again()}){self._tail()}"
+            ),
         )
 
     def _again(self) -> str:

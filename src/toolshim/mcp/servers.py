@@ -46,15 +46,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _TABLE_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "timeout", "tools")
 
 
-@dataclass(frozen=True, slots=True)
-class MCPStdio:
-    """An MCP server started as a subprocess, spoken to over its stdin and stdout."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Server:
+    """What every kind of MCP server is given by keyword: its name, timeouts and tools."""
 
-    command: str
-    args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
-    """Variables set for the server, over the SDK's default environment."""
-    cwd: str | None = None
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -63,9 +58,25 @@ class MCPStdio:
 
     @property
     def label(self) -> str:
-        """The server's name: given, or the package or script its command runs."""
-        if self.name:
-            return _safe(self.name)
+        """The server's name: given, else one made from what it is (:meth:`_label`)."""
+        return _safe(self.name) if self.name else self._label()
+
+    def _label(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class MCPStdio(_Server):
+    """An MCP server started as a subprocess, spoken to over its stdin and stdout."""
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    """Variables set for the server, over the SDK's default environment."""
+    cwd: str | None = None
+
+    def _label(self) -> str:
+        """The package or script the command runs."""
         program = PurePath(self.command).name
         first = self.command
         if program.split(".")[0] in _RUNNERS:
@@ -79,21 +90,14 @@ class MCPStdio:
 
 
 @dataclass(frozen=True, slots=True)
-class MCPHttp:
+class MCPHttp(_Server):
     """An MCP server at a streamable HTTP URL (``headers`` go with every request)."""
 
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
-    name: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-    tools: Sequence[str] | None = None
-    """The tools to offer, by the names the server lists (None: every tool it lists)."""
 
-    @property
-    def label(self) -> str:
-        if self.name:
-            return _safe(self.name)
+    def _label(self) -> str:
+        """The URL's host."""
         host = urlsplit(self.url).hostname or "mcp"
         return _safe(host.replace(".", "_")) or "mcp"
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolshim.agent.tools import Tool, ToolResult
-from toolshim.errors import ConfigError, MCPServerError
+from toolshim.errors import MCPServerError
+from toolshim.extras import require
 from toolshim.mcp.connection import Connection, ListedTool
 from toolshim.mcp.servers import MCPServerSpec, parse_server
 
@@ -33,12 +34,7 @@ _MAX_NAME = 64
 
 def require_sdk() -> None:
     """ConfigError naming the extra to install when the ``mcp`` SDK is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(
-            "MCP servers need the MCP SDK: pip install 'toolshim[mcp]'", param="mcp"
-        ) from exc
+    require("mcp", "mcp", "MCP servers need the MCP SDK", param="mcp")
 
 
 @dataclass(frozen=True, slots=True)

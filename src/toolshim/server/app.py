@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, assert_never
 
 from starlette.applications import Starlette
@@ -267,29 +268,24 @@ def error_response(exc: BaseException, path: str) -> Response:
     return JSONBody(body, status_code=status, headers=headers)
 
 
+@dataclass(eq=False)
 class _Endpoints:
     """``/v1/models`` (and ``/v1/models/{id}``), ``/healthz`` and ``/metrics``."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        metrics: Metrics,
-        settings: ServerSettings,
-        *,
-        keyed: bool = False,
-        admins: frozenset[str] = frozenset(),
-    ) -> None:
-        self.engine = engine
-        self._metrics = metrics
-        self.settings = settings
-        self.keyed = keyed
-        """Access keys are required: the upstream's address is shown only to a key holder."""
-        self.admins = admins
-        """Names of the keys that see per-key series on ``/metrics``."""
-        self._checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = {}
-        """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile
-        share one (``/healthz`` needs no key, so a flood of them must not each ask the
-        upstream)."""
+    engine: Engine
+    _metrics: Metrics
+    settings: ServerSettings
+    _: KW_ONLY
+    keyed: bool = False
+    """Access keys are required: the upstream's address is shown only to a key holder."""
+    admins: frozenset[str] = frozenset()
+    """Names of the keys that see per-key series on ``/metrics``."""
+    _checks: dict[tuple[tuple[str, str], ...], asyncio.Task[dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """Upstream checks in flight, by the headers they carry: probes that arrive meanwhile
+    share one (``/healthz`` needs no key, so a flood of them must not each ask the
+    upstream)."""
 
     async def models(self, request: Request) -> Response:
         headers = forwarded_headers(request.headers, self.settings.upstream_api_key)

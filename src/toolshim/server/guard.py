@@ -139,15 +139,18 @@ class Guard:
             return
         limit = self.limits.max_concurrent_requests
         if counted and limit and self.active >= limit:
-            self.limit_log.hit("concurrent_requests", f"{self.active} requests in flight")
-            error = LimitExceededError(
-                f"the proxy is serving its maximum of {limit} requests at once "
-                "(--max-concurrent-requests); retry shortly",
-                limit="concurrent_requests",
-                status=429,
-                retry_after="1",
+            await self._refuse(
+                send,
+                path,
+                f"{self.active} requests in flight",
+                LimitExceededError(
+                    f"the proxy is serving its maximum of {limit} requests at once "
+                    "(--max-concurrent-requests); retry shortly",
+                    limit="concurrent_requests",
+                    status=429,
+                    retry_after="1",
+                ),
             )
-            await _answer(send, path, error)
             return
         task = asyncio.current_task()
         assert task is not None
@@ -213,13 +216,17 @@ class Guard:
                         break
         except TimeoutError:
             seconds = self.limits.body_timeout
-            self.limit_log.hit("body_timeout", f"a request body took over {seconds:g}s")
-            error = LimitExceededError(
-                f"the request body did not arrive within {seconds:g}s (--body-timeout)",
-                limit="body_timeout",
-                status=408,
+            await self._refuse(
+                send,
+                path,
+                f"a request body took over {seconds:g}s",
+                LimitExceededError(
+                    f"the request body did not arrive within {seconds:g}s (--body-timeout)",
+                    limit="body_timeout",
+                    status=408,
+                ),
+                _CLOSE,
             )
-            await _answer(send, path, error, _CLOSE)
             return None
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         delivered = False
@@ -235,13 +242,31 @@ class Guard:
 
     async def _too_big(self, send: Send, path: str, what: str) -> None:
         cap = self.limits.max_body_bytes
-        self.limit_log.hit("body_size", f"a request body over {cap} bytes ({what})")
-        error = LimitExceededError(
-            f"the request body is larger than this proxy accepts ({cap} bytes, --max-body-size)",
-            limit="body_size",
-            status=413,
+        await self._refuse(
+            send,
+            path,
+            f"a request body over {cap} bytes ({what})",
+            LimitExceededError(
+                f"the request body is larger than this proxy accepts ({cap} bytes, "
+                "--max-body-size)",
+                limit="body_size",
+                status=413,
+            ),
+            _CLOSE,
         )
-        await _answer(send, path, error, _CLOSE)
+
+    async def _refuse(
+        self,
+        send: Send,
+        path: str,
+        seen: str,
+        error: LimitExceededError,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """Answer a request over one of the limits with ``error`` (and ``headers``), noting
+        in the limit log what was ``seen``."""
+        self.limit_log.hit(error.limit, seen)
+        await _answer(send, path, error, headers)
 
     # -- the drain ------------------------------------------------------------------------
 

@@ -61,14 +61,21 @@ def anthropic_model(entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def anthropic_page(listing: Any, query: Mapping[str, str]) -> dict[str, Any]:
-    """The upstream's listing as Anthropic's page of ``ModelInfo``."""
+def page_limit(query: Mapping[str, str], default: int, most: int) -> int:
+    """A list request's ``limit`` (``default`` when it gives none); 400 unless it is a whole
+    number from 1 to ``most``."""
     try:
-        limit = int(query.get("limit", _DEFAULT_LIMIT))
+        limit = int(query.get("limit", default))
     except ValueError:
         limit = 0
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise InvalidRequestError(f"limit must be an integer from 1 to {_MAX_LIMIT}", param="limit")
+    if not 1 <= limit <= most:
+        raise InvalidRequestError(f"limit must be an integer from 1 to {most}", param="limit")
+    return limit
+
+
+def anthropic_page(listing: Any, query: Mapping[str, str]) -> dict[str, Any]:
+    """The upstream's listing as Anthropic's page of ``ModelInfo``."""
+    limit = page_limit(query, _DEFAULT_LIMIT, _MAX_LIMIT)
     models = [anthropic_model(e) for e in _entries(listing)]
     ids = [m["id"] for m in models]
     after, before = query.get("after_id"), query.get("before_id")

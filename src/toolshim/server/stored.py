@@ -21,6 +21,7 @@ from starlette.routing import Route
 from toolshim.errors import InvalidRequestError
 from toolshim.responses_store import ResponseStore
 from toolshim.server.asgi import JSONBody
+from toolshim.server.models import page_limit
 
 __all__ = ["StoredResponses"]
 
@@ -84,12 +85,7 @@ def _page(response_id: str, items: list[dict[str, Any]], query: Any) -> dict[str
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidRequestError("order must be 'asc' or 'desc'", param="order")
-    try:
-        limit = int(query.get("limit", _DEFAULT_LIMIT))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise InvalidRequestError(f"limit must be an integer from 1 to {_MAX_LIMIT}", param="limit")
+    limit = page_limit(query, _DEFAULT_LIMIT, _MAX_LIMIT)
     data = [{**item, "id": _item_id(response_id, n, item)} for n, item in enumerate(items)]
     if order == "desc":
         data.reverse()

@@ -22,18 +22,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
-from toolshim.capabilities.facts import Fact, Source, strongest
+from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
-    DEFAULT_DOCUMENT_LIMIT,
     Changed,
     document_json,
-    redact_url,
-    scrub,
 )
+from toolshim.capabilities.stores.base import Forgetting, SharedStore, layer_row, stored_fact
 from toolshim.capabilities.stores.listening import ListeningWatch, Receive
-from toolshim.errors import ConfigError, StoreError
+from toolshim.extras import require
 
 if TYPE_CHECKING:
     import psycopg
@@ -83,45 +80,21 @@ T = TypeVar("T")
 
 
 def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ConfigError(
-            "a postgresql:// registry needs psycopg: pip install 'toolshim[postgres]'",
-            param="registry",
-        ) from exc
-    return psycopg
+    return require(
+        "psycopg", "postgres", "a postgresql:// registry needs psycopg", param="registry"
+    )
 
 
-class PostgresStore:
+class PostgresStore(SharedStore):
     """Facts in PostgreSQL, shared by every replica that points at the same database."""
 
-    shared = True
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        connect_timeout: float = 2.0,
-        document_limit: int = DEFAULT_DOCUMENT_LIMIT,
-    ) -> None:
+    def _connect_to(self, url: str, timeout: float) -> None:
         self._pg = _psycopg()
         self._url = url
-        self._secret = urlsplit(url).password
-        self.location = redact_url(url)
         self._check_url()
-        self.notices: tuple[str, ...] = ()
-        self.document_limit = document_limit
-        self._connect_timeout = max(1, round(connect_timeout))
+        self._connect_timeout = max(1, round(timeout))
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
-        try:
-            self._run(lambda conn: None)  # connect and migrate now if the server is there
-        except StoreError as exc:
-            log.debug("%s", exc.message)
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self.location!r})"
 
     # -- connecting, migrating ----------------------------------------------------------------
 
@@ -131,17 +104,10 @@ class PostgresStore:
         try:
             options = self._pg.conninfo.conninfo_to_dict(self._url)
         except self._pg.Error as exc:
-            raise ConfigError(
-                f"the registry URL {self.location!r} is malformed: {self._scrub(exc)}",
-                param="registry",
-            ) from exc
+            raise self._malformed(self._scrub(exc)) from exc
         for port in str(options.get("port") or "").split(","):
             if port and not port.isdigit():
-                raise ConfigError(
-                    f"the registry URL {self.location!r} is malformed: port {port!r} is not a "
-                    "number",
-                    param="registry",
-                )
+                raise self._malformed(f"port {port!r} is not a number")
 
     def connect(self) -> psycopg.Connection[Any]:
         """A new autocommit connection (psycopg errors escape; :meth:`_run` translates them)."""
@@ -174,11 +140,7 @@ class PostgresStore:
             conn.execute("CREATE TABLE IF NOT EXISTS toolshim_schema (version INTEGER NOT NULL)")
             row = conn.execute("SELECT version FROM toolshim_schema").fetchone()
             version = int(row[0]) if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the capability store at {self.location} has schema version {version}, "
-                    f"newer than this toolshim knows ({len(MIGRATIONS)}); upgrade toolshim"
-                )
+            self._check_schema(version, len(MIGRATIONS))
             for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in statements:
                     conn.execute(statement)
@@ -196,13 +158,7 @@ class PostgresStore:
             except self._pg.Error as exc:
                 if self._conn is not None and (self._conn.broken or self._conn.closed):
                     self._conn = None
-                raise StoreError(
-                    f"the capability store at {self.location} cannot be used: {self._scrub(exc)}"
-                ) from exc
-
-    def _scrub(self, exc: BaseException) -> str:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return scrub(text, self._secret)
+                raise self._unusable(exc) from exc
 
     def schema_version(self) -> int:
         row = self._run(lambda c: c.execute("SELECT version FROM toolshim_schema").fetchone())
@@ -234,15 +190,7 @@ class PostgresStore:
                     "value = EXCLUDED.value, updated_at = EXCLUDED.updated_at, "
                     "detail = EXCLUDED.detail "
                     "WHERE EXCLUDED.updated_at >= toolshim_facts.updated_at",
-                    (
-                        upstream,
-                        model,
-                        fact.name,
-                        fact.source.value,
-                        json.dumps(fact.value),
-                        fact.updated_at,
-                        fact.detail,
-                    ),
+                    layer_row(upstream, model, fact),
                 )
                 found = conn.execute(
                     f"SELECT {_COLUMNS} FROM toolshim_facts "
@@ -255,40 +203,18 @@ class PostgresStore:
         winner = strongest(_fact(r) for r in self._run(work))
         return winner if winner is not None else fact
 
-    def forget(
-        self,
-        upstream: str | None,
-        model: str,
-        names: Iterable[str] | None = None,
-        sources: Iterable[Source] | None = None,
-    ) -> int:
-        sql = "DELETE FROM toolshim_facts WHERE model = %s"
-        args: list[Any] = [model]
-        if upstream is not None:
-            sql += " AND upstream = %s"
-            args.append(upstream)
-        for column, values in (("name", names), ("source", sources)):
-            chosen = [str(v) for v in values] if values is not None else []
-            if chosen:
-                sql += f" AND {column} = ANY(%s)"
-                args.append(chosen)
+    def _forget(self, which: Forgetting) -> int:
+        where, args = which.where("%s", lambda values: ("= ANY(%s)", [list(values)]))
 
         def work(conn: psycopg.Connection[Any]) -> int:
             with conn.transaction():
-                removed = conn.execute(sql, args).rowcount
-                _notify(conn, upstream, model)
+                removed = conn.execute(f"DELETE FROM toolshim_facts WHERE {where}", args).rowcount
+                _notify(conn, which.upstream, which.model)
             return int(removed)
 
         return self._run(work)
 
-    def record_seen(
-        self, upstream: str, models: Iterable[str], *, when: float | None = None
-    ) -> None:
-        stamp = time.time() if when is None else when
-        rows = [(upstream, m, stamp) for m in models]
-        if not rows:
-            return
-
+    def _record_seen(self, rows: list[tuple[str, str, float]]) -> None:
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction(), conn.cursor() as cursor:
                 cursor.executemany(
@@ -299,14 +225,9 @@ class PostgresStore:
 
         self._run(work)
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
         sql = "SELECT upstream, model, last_seen FROM toolshim_models"
-        args: tuple[str, ...] = ()
-        if upstream is not None:
-            sql += " WHERE upstream = %s"
-            args = (upstream,)
-        found = self._run(lambda c: c.execute(sql + " ORDER BY upstream, model", args).fetchall())
-        return [(str(r[0]), str(r[1]), float(r[2])) for r in found]
+        return self._run(lambda c: c.execute(sql).fetchall())
 
     def watch(self, changed: Changed) -> PostgresWatch:
         return PostgresWatch(self, changed)
@@ -384,7 +305,4 @@ def _notify(conn: psycopg.Connection[Any], upstream: str | None, model: str) -> 
 
 def _fact(row: Sequence[Any]) -> Fact:
     _, _, name, source, value, updated_at, detail = row
-    try:
-        return Fact(str(name), json.loads(value), Source(str(source)), float(updated_at), detail)
-    except ValueError as exc:
-        raise StoreError(f"unreadable fact {name!r} in the capability store: {exc}") from exc
+    return stored_fact(name, lambda: (json.loads(value), updated_at, detail), source)

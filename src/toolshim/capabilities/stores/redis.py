@@ -28,16 +28,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from toolshim.capabilities.facts import Fact, Source, strongest
+from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
-    DEFAULT_DOCUMENT_LIMIT,
     Changed,
     document_json,
-    redact_url,
     scrub,
 )
+from toolshim.capabilities.stores.base import Forgetting, SharedStore, stored_fact
 from toolshim.capabilities.stores.listening import ListeningWatch, Receive
-from toolshim.errors import ConfigError, StoreError
+from toolshim.errors import StoreError
+from toolshim.extras import require
 
 __all__ = ["MIGRATIONS", "RedisStore", "RedisWatch"]
 
@@ -101,27 +101,13 @@ T = TypeVar("T")
 
 
 def _redis() -> Any:
-    try:
-        import redis
-    except ImportError as exc:
-        raise ConfigError(
-            "a redis:// registry needs redis-py: pip install 'toolshim[redis]'", param="registry"
-        ) from exc
-    return redis
+    return require("redis", "redis", "a redis:// registry needs redis-py", param="registry")
 
 
-class RedisStore:
+class RedisStore(SharedStore):
     """Facts in Redis or Valkey, shared by every replica that points at the same server."""
 
-    shared = True
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        timeout: float = 2.0,
-        document_limit: int = DEFAULT_DOCUMENT_LIMIT,
-    ) -> None:
+    def _connect_to(self, url: str, timeout: float) -> None:
         self._redis = _redis()
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
@@ -129,10 +115,6 @@ class RedisStore:
         if parts.scheme.startswith("valkey"):
             parts = parts._replace(scheme=parts.scheme.replace("valkey", "redis"))
         self._url = parts._replace(query=urlencode(query)).geturl()
-        self._secret = parts.password
-        self.location = redact_url(url)
-        self.notices: tuple[str, ...] = ()
-        self.document_limit = document_limit
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
@@ -148,22 +130,12 @@ class RedisStore:
             # or malformed one fails here, not on the first use by a background thread.
             self._client.connection_pool.make_connection().disconnect()
         except (TypeError, ValueError, self._redis.RedisError) as exc:
-            raise ConfigError(
-                f"the registry URL {self.location!r} is malformed: {self._scrub(exc)}",
-                param="registry",
-            ) from exc
+            raise self._malformed(self._scrub(exc)) from exc
         self._put = self._client.register_script(_PUT)
-        self._forget = self._client.register_script(_FORGET)
+        self._forget_script = self._client.register_script(_FORGET)
         self._put_doc = self._client.register_script(_PUT_DOCUMENT)
         self._lock = threading.Lock()
         self._migrated = False
-        try:
-            self._run(lambda client: None)  # migrate now if the server is there
-        except StoreError as exc:
-            log.debug("%s", exc.message)
-
-    def __repr__(self) -> str:
-        return f"RedisStore({self.location!r})"
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -190,11 +162,9 @@ class RedisStore:
                         self._migrated = True
             return work(self._client)
         except self._redis.RedisError as exc:
-            raise StoreError(
-                f"the capability store at {self.location} cannot be used: {self._scrub(exc)}"
-            ) from exc
+            raise self._unusable(exc) from exc
 
-    def _scrub(self, exc: BaseException) -> str:
+    def _scrub(self, exc: BaseException) -> str:  # the whole message, not its first line
         return scrub(str(exc).strip() or type(exc).__name__, self._secret)
 
     def _migrate(self) -> None:
@@ -203,11 +173,7 @@ class RedisStore:
         deadline = time.monotonic() + 30
         while True:
             version = int(client.get(self.key("schema")) or 0)
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the capability store at {self.location} has schema version {version}, "
-                    f"newer than this toolshim knows ({len(MIGRATIONS)}); upgrade toolshim"
-                )
+            self._check_schema(version, len(MIGRATIONS))
             if version == len(MIGRATIONS):
                 return
             if client.set(lock, token, nx=True, px=30_000):
@@ -272,21 +238,20 @@ class RedisStore:
         winner = strongest(_fact(f, v) for f, v in pairs.items() if f.split(SEP, 1)[0] == fact.name)
         return winner if winner is not None else fact
 
-    def forget(
-        self,
-        upstream: str | None,
-        model: str,
-        names: Iterable[str] | None = None,
-        sources: Iterable[Source] | None = None,
-    ) -> int:
+    def _forget(self, which: Forgetting) -> int:
+        upstream, model = which.upstream, which.model
         scopes = [upstream] if upstream is not None else [u for u, m in self._index() if m == model]
-        only_names = json.dumps({n: True for n in names} if names is not None else None)
-        only_sources = json.dumps({str(s): True for s in sources} if sources is not None else None)
+        only_names = json.dumps(
+            dict.fromkeys(which.names, True) if which.names is not None else None
+        )
+        only_sources = json.dumps(
+            dict.fromkeys(which.sources, True) if which.sources is not None else None
+        )
         removed = 0
         for scope in scopes:
             removed += int(
                 self._run(
-                    lambda c, scope=scope: self._forget(  # type: ignore[misc]
+                    lambda c, scope=scope: self._forget_script(  # type: ignore[misc]
                         keys=[self._facts_key(scope, model), self.key("index")],
                         args=[only_names, only_sources, SEP, f"{scope}{SEP}{model}"],
                     )
@@ -295,22 +260,13 @@ class RedisStore:
         self._run(lambda c: c.publish(self.channel, json.dumps([upstream, model])))
         return removed
 
-    def record_seen(
-        self, upstream: str, models: Iterable[str], *, when: float | None = None
-    ) -> None:
-        stamp = time.time() if when is None else when
-        fields = {f"{upstream}{SEP}{m}": stamp for m in models}
-        if fields:
-            self._run(lambda c: c.hset(self.key("seen"), mapping=fields))
+    def _record_seen(self, rows: list[tuple[str, str, float]]) -> None:
+        fields = {f"{upstream}{SEP}{m}": stamp for upstream, m, stamp in rows}
+        self._run(lambda c: c.hset(self.key("seen"), mapping=fields))
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
         found = self._run(lambda c: c.hgetall(self.key("seen")))
-        out = []
-        for field, stamp in found.items():
-            where, model = field.split(SEP, 1)
-            if upstream in (None, where):
-                out.append((where, model, float(stamp)))
-        return sorted(out)
+        return [(*field.split(SEP, 1), stamp) for field, stamp in found.items()]
 
     def watch(self, changed: Changed) -> RedisWatch:
         return RedisWatch(self, changed)
@@ -379,8 +335,4 @@ class RedisWatch(ListeningWatch):
 
 def _fact(field: str, body: str) -> Fact:
     name, source = field.split(SEP, 1)
-    try:
-        value, updated_at, detail = json.loads(body)
-        return Fact(name, value, Source(source), float(updated_at), str(detail))
-    except (ValueError, TypeError) as exc:
-        raise StoreError(f"unreadable fact {name!r} in the capability store: {exc}") from exc
+    return stored_fact(name, lambda: json.loads(body), source)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from toolshim.capabilities.facts import Fact, Source, strongest
+from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
     DEFAULT_DOCUMENT_LIMIT,
     Changed,
@@ -30,6 +30,7 @@ from toolshim.capabilities.store import (
     layers_by_name,
     standing_entries,
 )
+from toolshim.capabilities.stores.base import Forgetting, StoreFront, layer_row, stored_fact
 from toolshim.capabilities.stores.sqlite_opening import MIGRATIONS, SQLiteOpening
 from toolshim.errors import StoreError
 
@@ -42,7 +43,7 @@ EXPIRED_SWEEP_SECONDS = 60.0
 """How often a document write also deletes the expired documents (a scan of the table)."""
 
 
-class SQLiteStore(SQLiteOpening):
+class SQLiteStore(StoreFront, SQLiteOpening):
     """Facts per (upstream, model) in a SQLite file (``":memory:"`` for a private store).
 
     Implements :class:`~toolshim.capabilities.store.FactStore` and
@@ -153,15 +154,7 @@ class SQLiteStore(SQLiteOpening):
                 "ON CONFLICT (upstream, model, name, source) DO UPDATE SET "
                 "value = excluded.value, updated_at = excluded.updated_at, "
                 "detail = excluded.detail WHERE excluded.updated_at >= facts.updated_at",
-                (
-                    upstream,
-                    model,
-                    fact.name,
-                    fact.source.value,
-                    json.dumps(fact.value),
-                    fact.updated_at,
-                    fact.detail,
-                ),
+                layer_row(upstream, model, fact),
             )
             found = conn.execute(
                 f"SELECT {_COLUMNS} FROM facts WHERE upstream = ? AND model = ? AND name = ?",
@@ -170,35 +163,16 @@ class SQLiteStore(SQLiteOpening):
         winner = strongest(_fact(row) for row in found)
         return winner if winner is not None else fact
 
-    def forget(
-        self,
-        upstream: str | None,
-        model: str,
-        names: Iterable[str] | None = None,
-        sources: Iterable[Source] | None = None,
-    ) -> int:
-        sql = "DELETE FROM facts WHERE model = ?"
-        args: list[str] = [model]
-        if upstream is not None:
-            sql += " AND upstream = ?"
-            args.append(upstream)
-        for column, values in (("name", names), ("source", sources)):
-            chosen = [str(v) for v in values] if values is not None else []
-            if chosen:
-                sql += f" AND {column} IN ({','.join('?' * len(chosen))})"
-                args.extend(chosen)
+    def _forget(self, which: Forgetting) -> int:
+        where, args = which.where(
+            "?", lambda values: (f"IN ({','.join('?' * len(values))})", list(values))
+        )
         with self._transaction() as conn:
-            return int(conn.execute(sql, args).rowcount)
+            return int(conn.execute(f"DELETE FROM facts WHERE {where}", args).rowcount)
 
     # -- models seen at an upstream -----------------------------------------------------------
 
-    def record_seen(
-        self, upstream: str, models: Iterable[str], *, when: float | None = None
-    ) -> None:
-        stamp = time.time() if when is None else when
-        rows = [(upstream, m, stamp) for m in models]
-        if not rows:
-            return
+    def _record_seen(self, rows: list[tuple[str, str, float]]) -> None:
         with self._transaction() as conn:
             conn.executemany(
                 "INSERT INTO models (upstream, model, last_seen) VALUES (?, ?, ?) "
@@ -206,14 +180,8 @@ class SQLiteStore(SQLiteOpening):
                 rows,
             )
 
-    def seen(self, upstream: str | None = None) -> list[tuple[str, str, float]]:
-        sql = "SELECT upstream, model, last_seen FROM models"
-        args: tuple[str, ...] = ()
-        if upstream is not None:
-            sql += " WHERE upstream = ?"
-            args = (upstream,)
-        rows = self._query(sql + " ORDER BY upstream, model", args)
-        return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+    def _seen_rows(self) -> Iterable[Sequence[Any]]:
+        return self._query("SELECT upstream, model, last_seen FROM models")
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -264,9 +232,4 @@ CapabilityStore = SQLiteStore
 
 def _fact(row: tuple[Any, ...]) -> Fact:
     _, _, name, source, value, updated_at, detail = row
-    try:
-        return Fact(
-            str(name), json.loads(str(value)), Source(str(source)), float(updated_at), str(detail)
-        )
-    except ValueError as exc:
-        raise StoreError(f"unreadable fact {name!r} in the capability store: {exc}") from exc
+    return stored_fact(name, lambda: (json.loads(str(value)), updated_at, detail), source)

@@ -312,20 +312,22 @@ class ResponsesStreamEncoder:
             self._reasoning, added = self._open(data)
             out.append(added)
             out.append(self._part_event("added", self._reasoning, "reasoning_text", ""))
-        item = self._reasoning
-        item.text += delta
-        out.append(
-            self._event(
-                {
-                    "type": "response.reasoning_text.delta",
-                    "item_id": item.data["id"],
-                    "output_index": item.output_index,
-                    "content_index": 0,
-                    "delta": delta,
-                }
-            )
-        )
+        out.append(self._grow(self._reasoning, "response.reasoning_text.delta", delta))
         return out
+
+    def _grow(self, item: _Item, kind: str, delta: str, **more: Any) -> bytes:
+        """``delta`` added to the text of ``item``, and the ``kind`` of event that says so."""
+        item.text += delta
+        return self._event(
+            {
+                "type": kind,
+                "item_id": item.data["id"],
+                "output_index": item.output_index,
+                "content_index": 0,
+                "delta": delta,
+                **more,
+            }
+        )
 
     def _open_text(self) -> list[bytes]:
         if self._text is not None:
@@ -338,21 +340,8 @@ class ResponsesStreamEncoder:
 
     def _text_delta(self, delta: str) -> list[bytes]:
         out = self._open_text()
-        item = self._text
-        assert item is not None
-        item.text += delta
-        out.append(
-            self._event(
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": item.data["id"],
-                    "output_index": item.output_index,
-                    "content_index": 0,
-                    "delta": delta,
-                    "logprobs": [],
-                }
-            )
-        )
+        assert self._text is not None
+        out.append(self._grow(self._text, "response.output_text.delta", delta, logprobs=[]))
         return out
 
     def _call_delta(
@@ -419,24 +408,27 @@ class ResponsesStreamEncoder:
         item, self._text = self._text, None
         if item is None:
             return []
-        common = {"item_id": item.data["id"], "output_index": item.output_index, "content_index": 0}
-        return [
-            self._event(
-                {"type": "response.output_text.done", **common, "text": item.text, "logprobs": []}
-            ),
-            self._part_event("done", item, "output_text", item.text),
-            self._done(item, _message_item(item.data["id"], item.text)),
-        ]
+        final = _message_item(item.data["id"], item.text)
+        return self._close_content(item, "output_text", final, logprobs=[])
 
     def _close_reasoning(self) -> list[bytes]:
         item, self._reasoning = self._reasoning, None
         if item is None:
             return []
+        return self._close_content(
+            item, "reasoning_text", _reasoning_item(item.data["id"], item.text)
+        )
+
+    def _close_content(
+        self, item: _Item, kind: str, final: dict[str, Any], **more: Any
+    ) -> list[bytes]:
+        """The events that close a text or reasoning ``item``: its ``kind`` of text done (with
+        ``more``), its content part done, and the item done as ``final``."""
         common = {"item_id": item.data["id"], "output_index": item.output_index, "content_index": 0}
         return [
-            self._event({"type": "response.reasoning_text.done", **common, "text": item.text}),
-            self._part_event("done", item, "reasoning_text", item.text),
-            self._done(item, _reasoning_item(item.data["id"], item.text)),
+            self._event({"type": f"response.{kind}.done", **common, "text": item.text, **more}),
+            self._part_event("done", item, kind, item.text),
+            self._done(item, final),
         ]
 
     def _close_call(self, item: _Item) -> list[bytes]:

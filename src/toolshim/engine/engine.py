@@ -28,7 +28,7 @@ from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
-from toolshim.engine.emulate import emulation_body
+from toolshim.engine.emulate import emulation_request
 from toolshim.engine.focus import (
     COMPACT_OVER,
     brief_system,
@@ -39,7 +39,7 @@ from toolshim.engine.focus import (
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.result_headers import brief_results, brief_results_warning
-from toolshim.engine.routes import Route, strip_body
+from toolshim.engine.routes import Route, strip_request
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import check_tool_names, inspect_tools
@@ -430,4 +430,4 @@ def _family_markup(model: str) -> str | None:
     return str(fact.value) if fact is not None else None
 
 
-__all__ += ["emulation_body", "strip_body"]  # (where they were first)
+__all__ += ["emulation_request", "strip_request"]  # (where they were first)

@@ -48,6 +48,7 @@ from toolshim.testing.tools import (
     WEATHER_RESPONSES,
 )
 from toolshim.upstreams._http import completion_as_chunks
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 
 __all__ = [
     "CALL_JSON",
@@ -198,7 +199,7 @@ def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict
     return out
 
 
-class FakeUpstream:
+class FakeUpstream(ChatCompletionsUpstream):
     """A scripted model server (see the module docstring)."""
 
     def __init__(
@@ -253,12 +254,12 @@ class FakeUpstream:
                     )
         return completion
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         return self._answer(body, headers)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = self._answer(body, headers)
@@ -301,12 +302,12 @@ class FunctionUpstream(FakeUpstream):
             result = await result
         return _as_completion(result, model)
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         return await self._produce(body, headers)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = await self._produce(body, headers)

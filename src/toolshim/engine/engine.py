@@ -85,7 +85,7 @@ class Engine:
 
     read_request: ClassVar[RequestReader | None] = None
     """How a request given as a mapping is read: the :mod:`toolshim` package sets the OpenAI
-    chat-completions reader (:func:`toolshim.wire.openai_chat.read_request`)."""
+    chat-completions reader (``read_request`` of the chat-completions codec)."""
 
     def __init__(
         self,

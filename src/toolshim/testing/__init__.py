@@ -2,7 +2,8 @@
 
 :class:`FakeUpstream` plays a model server: ``enqueue`` what it should answer (text, tool
 calls, whole completions, or an exception to raise) and read what it was sent in
-``history``. ``tools=`` sets how it treats a request that carries ``tools``:
+``history`` (each core request as the chat-completions body an HTTP upstream would have been
+sent: both build on :class:`~toolshim.upstreams.chat_completions.ChatCompletionsUpstream`). ``tools=`` sets how it treats a request that carries ``tools``:
 
 * ``"native"`` – answers from the queue (tool calls included): a model with tool support;
 * ``"reject"`` – raises the upstream's "does not support tools" error without consuming a

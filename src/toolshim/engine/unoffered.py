@@ -58,8 +58,8 @@ def drop_unoffered(
 
 class UnofferedFilter:
     """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it
-    came: each upstream chunk (a chat-completions chunk dict) without the deltas of calls to
-    tools not offered. :meth:`finish` warns once, naming them."""
+    came: each upstream chunk (its first choice, and the chunk as sent in ``raw``) without the
+    deltas of calls to tools not offered. :meth:`finish` warns once, naming them."""
 
     def __init__(self, turn: Turn, offered: Sequence[str] | None = None) -> None:
         self.turn = turn

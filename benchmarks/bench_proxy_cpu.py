@@ -54,6 +54,7 @@ from toolshim.engine import Engine
 from toolshim.server import create_app
 from toolshim.testing import stream_chunks
 from toolshim.testing.server import ScriptedUpstream
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 
 
 @dataclass(frozen=True)
@@ -108,13 +109,13 @@ PATHS = [
 # -- the in-process upstreams ---------------------------------------------------------------------
 
 
-class CannedUpstream:
+class CannedUpstream(ChatCompletionsUpstream):
     """Answers every request with the same prepared reply, decoded from JSON bytes each time
     (what an HTTP client would hand over), so that nearly all the CPU measured is the proxy's."""
 
     def __init__(self, path: Path_) -> None:
         scripted = ScriptedUpstream({**path.scenario.upstream_script, "record": False})
-        completion = asyncio.run(scripted.complete(path.chat_body))
+        completion = asyncio.run(scripted.complete_body(path.chat_body))
         completion["id"], completion["created"] = "chatcmpl-canned", 1700000000
         for choice in completion["choices"]:
             for call in choice["message"].get("tool_calls") or ():
@@ -126,14 +127,14 @@ class CannedUpstream:
     def key(self) -> str:
         return "canned://upstream"
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         orjson.dumps(body)  # the request is encoded once on its way out
         result: dict[str, Any] = orjson.loads(self._completion)
         return result
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         orjson.dumps(body)

@@ -30,9 +30,13 @@ from toolshim.types import (
     Usage,
 )
 from toolshim.upstreams import OpenAIUpstream, Upstream
-from toolshim.wire.openai_chat import completion_to_dict
+from toolshim.wire.openai_chat import completion_to_dict, read_request
 
 __version__ = "0.1.0"
+
+# The engine speaks core types; a request handed to it as a mapping is read as an OpenAI
+# chat-completions body (the engine itself imports no protocol).
+Engine.read_request = read_request
 
 __all__ = [
     "Agent",

@@ -216,6 +216,11 @@ class ChatRequest:
     def has_tool_history(self) -> bool:
         return any(m.role == "tool" or m.tool_calls for m in self.messages)
 
+    def without_tools(self) -> ChatRequest:
+        """The request with no tool fields (tools, ``tool_choice``, ``parallel_tool_calls``),
+        as sent upstream where the tools are in the prompt or left out."""
+        return replace(self, tools=(), tool_choice=None, parallel_tool_calls=None)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

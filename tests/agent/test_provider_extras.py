@@ -135,7 +135,7 @@ class GeminiUpstream(FunctionUpstream):
     def __init__(self) -> None:
         super().__init__(gemini, models=[MODEL])
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = await self._produce(body, headers)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -15,6 +14,8 @@ from toolshim.agent.executor import error_text, result_text
 from toolshim.agent.trace import TracingUpstream
 from toolshim.errors import UpstreamError, UpstreamStatusError
 from toolshim.testing import FakeUpstream, Reply, call
+from toolshim.types import ChatRequest, ToolSpec
+from toolshim.wire.openai_chat import parse_request
 
 
 async def test_tracing_reports_bodies_replies_and_errors() -> None:
@@ -32,11 +33,13 @@ async def test_tracing_reports_bodies_replies_and_errors() -> None:
     chunks = [
         c
         async for c in traced.stream(
-            {
-                "model": "m",
-                "messages": [{"role": "user", "content": "hi"}],
-                "tools": [{"type": "function", "function": {"name": "f"}}],
-            }
+            parse_request(
+                {
+                    "model": "m",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "tools": [{"type": "function", "function": {"name": "f"}}],
+                }
+            )
         )
     ]
     assert len(chunks) > 2  # the stream was relayed chunk by chunk
@@ -58,9 +61,9 @@ async def test_tracing_reports_upstream_errors_and_re_raises() -> None:
     errors: list[UpstreamError] = []
     fake = FakeUpstream(tools="reject")
     traced = TracingUpstream(fake, on_error=lambda body, exc: errors.append(exc))
-    body: Mapping[str, Any] = {"model": "m", "messages": [], "tools": [{"type": "function"}]}
+    request = ChatRequest("m", (), tools=(ToolSpec("f"),))
     with pytest.raises(UpstreamStatusError, match="does not support tools"):
-        await traced.complete(body)
+        await traced.complete(request)
     assert len(errors) == 1 and "does not support tools" in errors[0].message
 
 

@@ -407,7 +407,7 @@ async def test_sdk_retries_are_not_spent_on_exhausted_reasks() -> None:
 
 async def test_a_stream_that_breaks_after_it_began_ends_with_an_error_event() -> None:
     class Breaking(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             yield {
                 "id": "c",
                 "object": "chat.completion.chunk",

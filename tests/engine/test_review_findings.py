@@ -97,7 +97,7 @@ async def test_a_relayed_native_stream_keeps_fields_and_other_choices() -> None:
     """reasoning_content, logprobs and a second choice survive the rescue relay."""
 
     class Upstream(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None):  # type: ignore[no-untyped-def,override]
+        async def stream_body(self, body: Any, *, headers: Any = None):  # type: ignore[no-untyped-def,override]
             self.history.append(body)
             base = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m"}
             yield {

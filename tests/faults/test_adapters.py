@@ -33,8 +33,8 @@ serving = fault_url
 async def call(client: OpenAIUpstream | AiohttpUpstream, streamed: bool) -> Any:
     try:
         if streamed:
-            return [chunk async for chunk in client.stream(BODY)]
-        return await client.complete(BODY)
+            return [chunk async for chunk in client.stream_body(BODY)]
+        return await client.complete_body(BODY)
     finally:
         await client.aclose()
 

@@ -24,7 +24,7 @@ async def test_a_request_on_a_connection_the_server_closed_is_sent_again() -> No
         upstream = AiohttpUpstream(server.base_url)
         try:
             for _ in range(3):
-                chunks = [c async for c in upstream.stream({"model": "m", "messages": []})]
+                chunks = [c async for c in upstream.stream_body({"model": "m", "messages": []})]
                 assert chunks[0]["choices"][0]["delta"]["content"] == "hi"
         finally:
             await upstream.aclose()

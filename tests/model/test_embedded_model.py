@@ -16,8 +16,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
-from toolshim.engine.emulate import emulation_body
+from toolshim.engine.emulate import emulation_request
 from toolshim.local import EmbeddedServer
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 from toolshim.wire.openai_chat import chunk_to_dict, completion_to_dict
 
@@ -78,7 +79,7 @@ def assert_valid_call(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, arguments
 
 
-class Recording:
+class Recording(ChatCompletionsUpstream):
     """The real upstream, recording the bodies it is sent; ``first_reply`` replaces its first
     answer (to force a re-ask without relying on the model to err)."""
 
@@ -91,7 +92,7 @@ class Recording:
     def key(self) -> str:
         return self.inner.key
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         self.bodies.append(json.loads(json.dumps(body)))
@@ -104,13 +105,13 @@ class Recording:
                 "model": str(body["model"]),
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             }
-        return await self.inner.complete(body, headers=headers)
+        return await self.inner.complete_body(body, headers=headers)
 
-    def stream(
+    def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         self.bodies.append(json.loads(json.dumps(body)))
-        return self.inner.stream(body, headers=headers)
+        return self.inner.stream_body(body, headers=headers)
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         return await self.inner.list_models(headers=headers)
@@ -422,7 +423,7 @@ async def test_constrained_emulation_with_the_registry_fact(
     engine = product_engine(qwen, upstream, dialect=dialect, strategy=strategy)
     body = request(qwen, NEEDS_A_TOOL, tool_choice="required")
     constrained = dialect == "json"
-    assert ("response_format" in emulation_body(engine.turn(body))) is constrained
+    assert ("response_format" in emulation_request(engine.turn(body)).params) is constrained
     data = await _complete(engine, body)
     if constrained:
         assert upstream.bodies[0]["response_format"]["type"] == "json_schema"

@@ -271,8 +271,8 @@ def test_upstream_failures_keep_their_status_in_the_openai_shape(
 class BreaksMidStream(FakeUpstream):
     """Streams the first chunk of its reply, then loses the connection."""
 
-    async def stream(self, body: Any, *, headers: Any = None) -> AsyncIterator[dict[str, Any]]:
-        async for chunk in super().stream(body, headers=headers):
+    async def stream_body(self, body: Any, *, headers: Any = None) -> AsyncIterator[dict[str, Any]]:
+        async for chunk in super().stream_body(body, headers=headers):
             yield chunk
             raise UpstreamConnectionError("connection reset by the upstream")
 

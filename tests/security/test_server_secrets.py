@@ -26,7 +26,7 @@ RAW_KEY = "rawkey0123456789XYZ"
 class EchoesCredentials(FakeUpstream):
     """An upstream whose 401 repeats the credentials it was sent (some servers do)."""
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         raise UpstreamStatusError(f"invalid credentials {dict(headers or {})}", status=401)

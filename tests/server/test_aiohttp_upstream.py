@@ -45,9 +45,9 @@ async def opened(url: str, **options: Any) -> AsyncIterator[AiohttpUpstream]:
 async def run(client: AiohttpUpstream, call: str) -> Any:
     """One call of the adapter, by name, read to the end."""
     if call == "complete":
-        return await client.complete(chat())
+        return await client.complete_body(chat())
     if call == "stream":
-        return await collect(client.stream(chat()))
+        return await collect(client.stream_body(chat()))
     return await client.list_models()
 
 
@@ -61,7 +61,7 @@ async def test_complete_sends_the_body_and_the_key() -> None:
     with scripted(replies=["Hello!"]) as (server, fake):
         client = AiohttpUpstream(server.base_url, api_key="k-123")
         assert isinstance(client, Upstream)
-        answer = await client.complete(chat(), headers={"X-Extra": "1"})
+        answer = await client.complete_body(chat(), headers={"X-Extra": "1"})
         await client.aclose()
     assert answer["choices"][0]["message"]["content"] == "Hello!"
     assert fake.history[0]["tools"] == [WEATHER]
@@ -73,7 +73,7 @@ async def test_complete_sends_the_body_and_the_key() -> None:
 async def test_per_call_headers_win_over_the_configured_key() -> None:
     with scripted(replies=["Hello!"]) as (server, fake):
         client = AiohttpUpstream(server.base_url, api_key="configured")
-        await client.complete(chat(), headers={"Authorization": "Bearer caller"})
+        await client.complete_body(chat(), headers={"Authorization": "Bearer caller"})
         await client.aclose()
     assert fake.headers[0]["Authorization"] == "Bearer caller"
 
@@ -81,9 +81,9 @@ async def test_per_call_headers_win_over_the_configured_key() -> None:
 async def test_stream_yields_the_chunks_and_usage_when_asked() -> None:
     with scripted(replies=["Hello there, friend."] * 2) as (server, _):
         client = AiohttpUpstream(server.base_url)
-        plain = await collect(client.stream(chat(tools=False)))
+        plain = await collect(client.stream_body(chat(tools=False)))
         with_usage = await collect(
-            client.stream(chat(tools=False, stream_options={"include_usage": True}))
+            client.stream_body(chat(tools=False, stream_options={"include_usage": True}))
         )
         await client.aclose()
     assert text_of(plain) == "Hello there, friend."
@@ -157,7 +157,7 @@ async def test_an_upstream_that_ignores_stream_is_turned_into_chunks() -> None:
 
     with raw_server(whole) as url:
         client = AiohttpUpstream(url)
-        chunks = await collect(client.stream(chat()))
+        chunks = await collect(client.stream_body(chat()))
         await client.aclose()
     assert text_of(chunks) == "hi"
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
@@ -176,7 +176,7 @@ async def test_an_error_event_mid_stream_raises() -> None:
         received: list[dict[str, Any]] = []
 
         async def read_all(client: AiohttpUpstream) -> None:
-            async for chunk in client.stream(chat()):
+            async for chunk in client.stream_body(chat()):
                 received.append(chunk)
 
         async with opened(url) as client:
@@ -193,4 +193,4 @@ async def test_an_answer_that_is_not_json() -> None:
     with raw_server(html) as url:
         async with opened(url) as client:
             with pytest.raises(UpstreamProtocolError, match="not JSON"):
-                await client.complete(chat())
+                await client.complete_body(chat())

@@ -67,9 +67,9 @@ async def test_an_error_mid_stream_is_an_event_with_the_metadata() -> None:
     class BreaksAfterTheCall(FakeUpstream):
         """Emulated: the first reply is prose then nonsense; the re-ask's stream breaks."""
 
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             sent = 0
-            async for chunk in super().stream(body, headers=headers):
+            async for chunk in super().stream_body(body, headers=headers):
                 yield chunk
                 sent += 1
                 if self.calls == 2 and sent == 2:
@@ -128,9 +128,9 @@ async def test_the_sdk_raises_on_a_stream_that_fails_before_its_first_chunk() ->
 
 async def test_the_sdk_raises_on_an_error_event_mid_stream() -> None:
     class BreaksMidStream(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             sent = 0
-            async for chunk in super().stream(body, headers=headers):
+            async for chunk in super().stream_body(body, headers=headers):
                 yield chunk
                 sent += 1
                 if sent == 3:
@@ -164,7 +164,7 @@ async def test_a_successful_call_still_parses() -> None:
 @pytest.mark.parametrize("tools", [True, False])
 async def test_text_sent_before_an_error_mid_stream_all_reaches_the_caller(tools: bool) -> None:
     class BreaksAfterThreePieces(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             self.history.append(dict(body))
             for piece in ({"role": "assistant", "content": ""}, "Hello ", "world ", "and more"):
                 delta = piece if isinstance(piece, dict) else {"content": piece}

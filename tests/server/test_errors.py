@@ -165,9 +165,9 @@ async def test_error_after_the_stream_started_is_an_event_then_done() -> None:
     sent_text: list[str] = []
 
     class BreaksMidStream(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             sent = 0
-            async for chunk in super().stream(body, headers=headers):
+            async for chunk in super().stream_body(body, headers=headers):
                 yield chunk
                 sent_text.append(chunk["choices"][0]["delta"].get("content") or "")
                 sent += 1

@@ -30,8 +30,8 @@ def test_bad_scripts_are_refused(script: dict[str, Any], fragment: str) -> None:
 
 async def test_replies_in_order_then_an_error() -> None:
     upstream = ScriptedUpstream({"replies": ["one", {"content": "two"}]})
-    first = await upstream.complete(chat(tools=False))
-    second = await upstream.complete(chat(tools=False))
+    first = await upstream.complete_body(chat(tools=False))
+    second = await upstream.complete_body(chat(tools=False))
     assert [
         first["choices"][0]["message"]["content"],
         second["choices"][0]["message"]["content"],
@@ -40,13 +40,13 @@ async def test_replies_in_order_then_an_error() -> None:
         "two",
     ]
     with pytest.raises(UpstreamStatusError, match="no reply left for request #3"):
-        await upstream.complete(chat(tools=False))
+        await upstream.complete_body(chat(tools=False))
 
 
 async def test_repeat_cycles_and_record_false_keeps_nothing() -> None:
     upstream = ScriptedUpstream({"replies": ["a", "b"], "repeat": True, "record": False})
     texts = [
-        (await upstream.complete(chat(tools=False)))["choices"][0]["message"]["content"]
+        (await upstream.complete_body(chat(tools=False)))["choices"][0]["message"]["content"]
         for _ in range(5)
     ]
     assert texts == ["a", "b", "a", "b", "a"]
@@ -56,10 +56,10 @@ async def test_repeat_cycles_and_record_false_keeps_nothing() -> None:
 async def test_native_calls_need_tools_in_the_request() -> None:
     call = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
     upstream = ScriptedUpstream({"replies": [call, call]})
-    answer = await upstream.complete(chat())
+    answer = await upstream.complete_body(chat())
     assert answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
     with pytest.raises(UpstreamStatusError, match="without tools"):
-        await upstream.complete(chat(tools=False))
+        await upstream.complete_body(chat(tools=False))
 
 
 async def test_scripted_errors_and_rejections() -> None:
@@ -67,10 +67,10 @@ async def test_scripted_errors_and_rejections() -> None:
         {"replies": [{"error": {"status": 429, "message": "slow down"}}], "tools": "reject"}
     )
     with pytest.raises(UpstreamStatusError, match="does not support tools") as rejected:
-        await upstream.complete(chat())
+        await upstream.complete_body(chat())
     assert rejected.value.status == 400
     with pytest.raises(UpstreamStatusError, match="slow down") as limited:
-        await upstream.complete(chat(tools=False))
+        await upstream.complete_body(chat(tools=False))
     assert limited.value.status == 429
 
 

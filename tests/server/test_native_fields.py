@@ -40,7 +40,7 @@ async def test_a_changed_native_stream_keeps_the_reasoning_and_signatures(mode: 
         }
 
     class Thinks(FakeUpstream):
-        async def stream(self, body: Any, *, headers: Any = None) -> Any:
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
             self.history.append(dict(body))
             yield chunk({"role": "assistant"})
             yield chunk({"reasoning_content": "I think "})

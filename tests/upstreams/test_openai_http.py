@@ -74,12 +74,12 @@ async def test_complete_posts_the_body_with_auth() -> None:
         return httpx.Response(200, json=COMPLETION)
 
     up = upstream(handler, api_key="sk-test")
-    assert await up.complete({"model": "m", "messages": []}) == COMPLETION
+    assert await up.complete_body({"model": "m", "messages": []}) == COMPLETION
     request = seen[0]
     assert str(request.url) == "http://up.test/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert json.loads(request.content) == {"model": "m", "messages": []}
-    await up.complete({}, headers={"Authorization": "Bearer caller"})
+    await up.complete_body({}, headers={"Authorization": "Bearer caller"})
     assert seen[1].headers["authorization"] == "Bearer caller"
 
 
@@ -120,7 +120,7 @@ async def test_status_errors_keep_status_body_and_message(
         return httpx.Response(status, json=body)
 
     with pytest.raises(UpstreamStatusError) as info:
-        await upstream(handler).complete({})
+        await upstream(handler).complete_body({})
     err = info.value
     assert err.status == status
     assert message in err.message
@@ -134,7 +134,7 @@ async def test_connection_refused_is_502() -> None:
         raise httpx.ConnectError("Connection refused", request=request)
 
     with pytest.raises(UpstreamConnectionError) as info:
-        await upstream(handler).complete({})
+        await upstream(handler).complete_body({})
     assert error_body(info.value)[0] == 502
 
 
@@ -143,13 +143,13 @@ async def test_timeout_is_504() -> None:
         raise httpx.ReadTimeout("slow", request=request)
 
     with pytest.raises(UpstreamTimeoutError) as info:
-        await upstream(handler).complete({})
+        await upstream(handler).complete_body({})
     assert error_body(info.value)[0] == 504
 
 
 async def test_not_json_is_a_protocol_error() -> None:
     with pytest.raises(UpstreamProtocolError, match="not JSON"):
-        await upstream(lambda r: httpx.Response(200, text="<html>")).complete({})
+        await upstream(lambda r: httpx.Response(200, text="<html>")).complete_body({})
 
 
 def sse(*events: str) -> httpx.Response:
@@ -172,7 +172,7 @@ async def test_stream_parses_events_and_stops_at_done() -> None:
         sent.append(json.loads(request.content))
         return sse(*events)
 
-    got = [c async for c in upstream(handler).stream({"model": "m"})]
+    got = [c async for c in upstream(handler).stream_body({"model": "m"})]
     assert got == [chunk, chunk]
     assert sent[0]["stream"] is True
 
@@ -180,7 +180,7 @@ async def test_stream_parses_events_and_stops_at_done() -> None:
 async def test_stream_error_event_raises() -> None:
     events = ['data: {"error": {"message": "model crashed", "code": 500}}']
     with pytest.raises(UpstreamStatusError, match="model crashed"):
-        [c async for c in upstream(lambda r: sse(*events)).stream({})]
+        [c async for c in upstream(lambda r: sse(*events)).stream_body({})]
 
 
 async def test_stream_http_error_before_events() -> None:
@@ -188,12 +188,14 @@ async def test_stream_http_error_before_events() -> None:
         return httpx.Response(400, json={"error": "m does not support tools"})
 
     with pytest.raises(UpstreamStatusError) as info:
-        [c async for c in upstream(handler).stream({})]
+        [c async for c in upstream(handler).stream_body({})]
     assert info.value.status == 400
 
 
 async def test_an_upstream_that_ignores_stream_is_turned_into_chunks() -> None:
-    got = [c async for c in upstream(lambda r: httpx.Response(200, json=COMPLETION)).stream({})]
+    got = [
+        c async for c in upstream(lambda r: httpx.Response(200, json=COMPLETION)).stream_body({})
+    ]
     assert got[0]["choices"][0]["delta"] == {"role": "assistant", "content": "hi"}
     assert got[0]["object"] == "chat.completion.chunk"
 
@@ -211,6 +213,6 @@ async def test_retry_after_is_kept() -> None:
         )
 
     with pytest.raises(UpstreamStatusError) as info:
-        await upstream(handler).complete({})
+        await upstream(handler).complete_body({})
     assert info.value.retry_after == "7"
     assert info.value.status == 429

@@ -36,8 +36,8 @@ async def test_the_urls_user_and_password_are_the_only_authorization_sent(
     with serve_fake(fake) as server:
         upstream = ADAPTERS[kind](with_user(server.base_url), retries=0)
         try:
-            reply = await upstream.complete(BODY, headers=caller)
-            chunks = [c async for c in upstream.stream(BODY, headers=caller)]
+            reply = await upstream.complete_body(BODY, headers=caller)
+            chunks = [c async for c in upstream.stream_body(BODY, headers=caller)]
         finally:
             await upstream.aclose()
     assert reply["choices"][0]["message"]["content"] == "hello"
@@ -51,14 +51,14 @@ async def test_the_urls_user_and_password_are_the_only_authorization_sent(
 @pytest.mark.parametrize("kind", sorted(ADAPTERS))
 async def test_an_error_echoing_the_password_never_shows_it(kind: str) -> None:
     class Echo(FakeUpstream):
-        async def complete(self, body: Any, *, headers: Any = None) -> dict[str, Any]:
+        async def complete_body(self, body: Any, *, headers: Any = None) -> dict[str, Any]:
             raise UpstreamStatusError(f"denied for {dict(headers or {})} {PASSWORD}", status=401)
 
     with serve_fake(Echo(["x"])) as server:
         upstream = ADAPTERS[kind](with_user(server.base_url), retries=0)
         try:
             with pytest.raises(UpstreamStatusError) as caught:
-                await upstream.complete(BODY)
+                await upstream.complete_body(BODY)
         finally:
             await upstream.aclose()
     text = f"{caught.value.message} {caught.value.body}"

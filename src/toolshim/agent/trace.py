@@ -11,8 +11,10 @@ from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.errors import UpstreamError
+from toolshim.types import ChatRequest, Completion, StreamChunk
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai_chat import chunk_from_dict
+from toolshim.upstreams.chat_completions import request_body
+from toolshim.wire.openai_chat import completion_to_dict, usage_to_dict
 
 __all__ = ["TracingUpstream", "reassemble"]
 
@@ -45,28 +47,30 @@ class TracingUpstream:
         return f"TracingUpstream({self.inner!r})"
 
     async def complete(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Completion:
+        body = request_body(request)
         if self.on_request:
             self.on_request(body)
         try:
-            reply = await self.inner.complete(body, headers=headers)
+            reply = await self.inner.complete(request, headers=headers)
         except UpstreamError as exc:
             if self.on_error:
                 self.on_error(body, exc)
             raise
         if self.on_reply:
-            self.on_reply(body, reply)
+            self.on_reply(body, completion_to_dict(reply))
         return reply
 
     async def stream(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        body = request_body(request, stream=True)
         if self.on_request:
             self.on_request(body)
-        chunks: list[dict[str, Any]] = []
+        chunks: list[StreamChunk] = []
         try:
-            async for chunk in self.inner.stream(body, headers=headers):
+            async for chunk in self.inner.stream(request, headers=headers):
                 chunks.append(chunk)
                 yield chunk
         except UpstreamError as exc:
@@ -83,15 +87,14 @@ class TracingUpstream:
         await self.inner.aclose()
 
 
-def reassemble(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+def reassemble(chunks: list[StreamChunk]) -> dict[str, Any]:
     """Stream chunks put back together as one ``chat.completion`` (choice 0), by the one
     accumulator (:class:`~toolshim.accumulate.ChoiceAccumulator`)."""
     reply = ChoiceAccumulator()
     usage = None
     for chunk in chunks:
-        usage = chunk.get("usage") or usage
-        for read in chunk_from_dict(chunk):
-            reply.add(read)
+        usage = usage_to_dict(chunk.usage) if chunk.usage is not None else usage
+        reply.add(chunk)
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     calls = reply.tool_calls()
     if calls:

@@ -40,9 +40,9 @@ from toolshim.errors import (
     UpstreamStatusError,
     UpstreamTimeoutError,
 )
-from toolshim.types import ToolSpec
+from toolshim.types import ChatRequest, Message, ToolSpec
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai_chat import completion_from_dict
+from toolshim.upstreams.chat_completions import request_body
 
 __all__ = [
     "DEFAULT_PROBE_TIMEOUT",
@@ -50,6 +50,7 @@ __all__ = [
     "ProbeOutcome",
     "ProbeResult",
     "probe_body",
+    "probe_request",
     "probe_tools",
     "record_probe",
 ]
@@ -95,16 +96,20 @@ class ProbeResult:
         return None
 
 
+def probe_request(model: str) -> ChatRequest:
+    """The probe request: a question that needs the dummy tool, short and deterministic
+    (``stream`` is sent as false, not left out)."""
+    return ChatRequest(
+        model,
+        (Message("user", _QUESTION),),
+        tools=(PROBE_TOOL,),
+        params={"temperature": 0, "max_tokens": 200, "stream": False},
+    )
+
+
 def probe_body(model: str) -> dict[str, Any]:
-    """The probe request: a question that needs the dummy tool, short and deterministic."""
-    return {
-        "model": model,
-        "messages": [{"role": "user", "content": _QUESTION}],
-        "tools": [PROBE_TOOL.to_openai()],
-        "temperature": 0,
-        "max_tokens": 200,
-        "stream": False,
-    }
+    """The probe request as an OpenAI chat-completions body."""
+    return request_body(probe_request(model))
 
 
 async def probe_tools(
@@ -117,8 +122,7 @@ async def probe_tools(
         return ProbeResult(model, outcome, detail, time.perf_counter() - started)
 
     try:
-        answer = await asyncio.wait_for(upstream.complete(probe_body(model)), time_limit)
-        completion = completion_from_dict(answer)
+        completion = await asyncio.wait_for(upstream.complete(probe_request(model)), time_limit)
     except TimeoutError:
         return result(ProbeOutcome.INCONCLUSIVE, f"no answer within {time_limit:g} s")
     except UpstreamStatusError as exc:

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import toolshim.engine.streaming as streaming
 from toolshim.engine.routes import Router, serve_whole
-from toolshim.engine.turn import Turn, describe_body, dropped_calls_warning, with_meta
+from toolshim.engine.turn import Turn, describe_request, dropped_calls_warning, with_meta
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
 
@@ -42,13 +42,11 @@ class Answer:
         for warning in warnings:
             turn.warn(warning)
         if log.isEnabledFor(logging.DEBUG):
-            from toolshim.wire.openai_chat import request_to_body
-
             log.debug(
                 "← client request (stream=%s, mode=%s)\n%s",
                 turn.request.stream,
                 turn.mode.value,
-                describe_body(request_to_body(turn.request)),
+                describe_request(turn.request),
             )
 
     @property

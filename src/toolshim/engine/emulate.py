@@ -32,13 +32,12 @@ from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.validate import Verdict
 from toolshim.errors import InvalidRequestError
-from toolshim.types import Completion, Message, ToolCall
-from toolshim.wire.openai_chat import request_to_body
+from toolshim.types import ChatRequest, Completion, Message, ToolCall
 
 __all__ = [
     "check",
     "emulate",
-    "emulation_body",
+    "emulation_request",
     "judge",
     "refuse_several_choices",
     "stop_sequences",
@@ -52,10 +51,10 @@ _MAX_STOPS = 4
 """OpenAI accepts at most four stop sequences; the caller's own come first."""
 
 
-def emulation_body(
+def emulation_request(
     turn: Turn, extra: Sequence[Message] = (), *, instructions: bool = True, stream: bool = False
-) -> dict[str, Any]:
-    """The upstream body for an emulated request: tools in the prompt, history as text."""
+) -> ChatRequest:
+    """The upstream request for an emulated request: tools in the prompt, history as text."""
     request = turn.request
     tools = request.function_tools
     text = None
@@ -90,10 +89,7 @@ def emulation_body(
             response_format = turn.dialect.response_format(tools, turn.prompt_options)
             if response_format is not None:
                 params["response_format"] = dict(response_format)
-    body = request_to_body(
-        replace(request, messages=messages, stream=stream, params=params), tools=False
-    )
-    return body
+    return replace(request, messages=messages, stream=stream, params=params).without_tools()
 
 
 STEP_MAX_TOKENS = 1024
@@ -203,11 +199,11 @@ async def emulate(turn: Turn) -> Completion:
     refuse_several_choices(turn)
     turn.mark_emulated()
     if not turn.request.wants_tools:
-        return await answer_without_calls(turn, partial(emulation_body, turn))
+        return await answer_without_calls(turn, partial(emulation_request, turn))
     driver = steps.driver_for(turn)
     while True:
         opening = confidence.judged(turn, first_attempt=not driver.messages)
-        completion = await turn.call(emulation_body(turn, driver.messages))
+        completion = await turn.call(emulation_request(turn, driver.messages))
         completion = drop_unoffered(turn, completion, offered=())  # it was sent no tools
         attempt = whole_attempt(turn, completion, opening=opening)
         if opening and not turn.request.params.get("logprobs"):
@@ -219,34 +215,36 @@ async def emulate(turn: Turn) -> Completion:
                 continue
             case steps.ReturnCalls(calls=calls):
                 calls = await more_calls(
-                    turn, calls, driver.messages, partial(emulation_body, turn)
+                    turn, calls, driver.messages, partial(emulation_request, turn)
                 )
                 calls = await written_instead(
-                    turn, calls, driver.messages, partial(emulation_body, turn)
+                    turn, calls, driver.messages, partial(emulation_request, turn)
                 )
                 return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")
             case steps.ReturnText(text=text, finish=finish):
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.NextStep(text=text, finish=finish):
-                step = await next_step(turn, driver.messages, partial(emulation_body, turn), text)
+                step = await next_step(
+                    turn, driver.messages, partial(emulation_request, turn), text
+                )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
                 if driver.silent_on_failure(text):
                     turn.warn(steps.UNREPORTED_WARNING)
                     return await answer_without_calls(
-                        turn, partial(emulation_body, turn, instructions=False)
+                        turn, partial(emulation_request, turn, instructions=False)
                     )
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")
             case steps.AnswerWithoutTools():
                 step = await step_before_giving_up(
-                    turn, driver.messages, partial(emulation_body, turn), attempt.prose
+                    turn, driver.messages, partial(emulation_request, turn), attempt.prose
                 )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
                 return await answer_without_calls(
-                    turn, partial(emulation_body, turn, instructions=False)
+                    turn, partial(emulation_request, turn, instructions=False)
                 )
             case steps.GiveUp(error=error):
                 raise error

@@ -19,8 +19,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, ClassVar, TypeVar
 
 from toolshim.capabilities.facts import Source, Support
 from toolshim.capabilities.profiles import shipped_profiles
@@ -28,7 +36,7 @@ from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
-from toolshim.engine.emulate import emulation_body
+from toolshim.engine.emulate import emulation_request
 from toolshim.engine.focus import (
     COMPACT_OVER,
     brief_system,
@@ -40,14 +48,13 @@ from toolshim.engine.focus import (
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.plans import PlanMemory, steps_left
 from toolshim.engine.result_headers import brief_results, brief_results_warning
-from toolshim.engine.routes import Route, strip_body
+from toolshim.engine.routes import Route, strip_request
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import check_tool_names, inspect_tools
 from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
-from toolshim.wire.openai_chat import parse_request
 
 __all__ = ["Engine"]
 
@@ -56,6 +63,10 @@ log = logging.getLogger("toolshim.engine")
 REJECTION_MEMORY = 600
 """Seconds a tools rejection overrides a stronger "yes" in this process."""
 T = TypeVar("T")
+
+RequestReader = Callable[[Any], tuple[ChatRequest, Mapping[str, Any]]]
+"""Reads a request given as a mapping (a protocol's JSON body) into a core request and the
+per-request options (its ``toolshim`` field); raises :class:`~toolshim.errors.ToolshimError`."""
 
 
 class Engine:
@@ -72,6 +83,10 @@ class Engine:
     ``toolshim eval --apply`` or ``toolshim models set`` stored, else json, single, and
     constrained only where the upstream honours ``response_format``.
     """
+
+    read_request: ClassVar[RequestReader | None] = None
+    """How a request given as a mapping is read: the :mod:`toolshim` package sets the OpenAI
+    chat-completions reader (``read_request`` of the chat-completions codec)."""
 
     def __init__(
         self,
@@ -237,17 +252,11 @@ class Engine:
         **overrides: Any,
     ) -> Turn:
         """Validate the request and the options, and pick the dialect."""
-        if isinstance(request, Mapping) and "toolshim" in request:
-            request = dict(request)
-            per_request = request.pop("toolshim")
-            if not isinstance(per_request, Mapping):
-                raise ConfigError(
-                    'the "toolshim" field must be an object such as {"mode": "force"}, not '
-                    f"{type(per_request).__name__}",
-                    param="toolshim",
-                )
+        if isinstance(request, ChatRequest):
+            chat = request
+        else:
+            chat, per_request = self._read(request)
             overrides = {**per_request, **overrides}
-        chat = parse_request(request)
         check_tool_names(chat.tools)  # what OpenAI and Anthropic accept, nothing a prompt breaks on
         schema_notes = inspect_tools(chat.tools)  # caller schemas: local $refs, bounded
         options = self.options.override({k: v for k, v in overrides.items() if v is not None})
@@ -298,6 +307,15 @@ class Engine:
         for note in schema_notes:
             turn.warn(note)
         return turn
+
+    def _read(self, request: Any) -> tuple[ChatRequest, Mapping[str, Any]]:
+        reader = type(self).read_request  # (a function kept on the class, not a method)
+        if reader is None:
+            raise ConfigError(
+                "this engine takes a ChatRequest: no reader for requests given as mappings "
+                "was set (Engine.read_request)"
+            )
+        return reader(request)
 
     def support(self, model: str) -> Support:
         """Native tool support as the engine acts on it: the registry's winning fact, except
@@ -435,4 +453,4 @@ def _family_markup(model: str) -> str | None:
     return str(fact.value) if fact is not None else None
 
 
-__all__ += ["emulation_body", "strip_body"]  # (where they were first)
+__all__ += ["emulation_request", "strip_request"]  # (where they were first)

@@ -45,6 +45,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
@@ -53,7 +54,7 @@ from toolshim.engine.checks.example_copies import NUMBER
 from toolshim.engine.checks.made_up import STEM
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
-from toolshim.types import Message, Strategy, ToolCall
+from toolshim.types import ChatRequest, Message, Strategy, ToolCall
 
 __all__ = [
     "MAX_CALLS",
@@ -136,7 +137,7 @@ async def more_calls(
     turn: Turn,
     calls: Sequence[ParsedCall],
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
 ) -> tuple[ParsedCall, ...]:
     """``calls`` and each further call the continued reply brings (see the module docstring).
 
@@ -152,11 +153,12 @@ async def more_calls(
         if opening is None:
             break
         prefill, start = opening
-        request = dict(body((*extra, Message("assistant", prefill))))
+        continued = body((*extra, Message("assistant", prefill)))
+        request = dict(continued.params)
         limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
         request[limit] = _token_bound(request, found)
         try:
-            completion = await turn.call(request)
+            completion = await turn.call(replace(continued, params=request))
         except ToolshimError as exc:  # the calls in hand are a whole, valid answer
             log.warning("continuing the reply for more calls failed: %s", exc)
             break

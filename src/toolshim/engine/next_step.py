@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.made_up import made_up_calls
@@ -48,7 +48,7 @@ from toolshim.engine.plans import (
 )
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
-from toolshim.types import Message
+from toolshim.types import ChatRequest, Message
 
 __all__ = [
     "CHANGE_ASKED",
@@ -157,7 +157,7 @@ def tries_next_step(turn: Turn) -> bool:
 async def next_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
     answer: str = "",
 ) -> ParsedCall | None:
     """The call the model writes when its reply is opened as one, or None (see the module
@@ -226,7 +226,7 @@ async def next_step(
 async def _content_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
     answer: str,
     looked: tuple[str, str] | None = None,
 ) -> ParsedCall | None:
@@ -270,13 +270,13 @@ async def _content_step(
     return call
 
 
-def _bounded(body: Mapping[str, Any]) -> dict[str, Any]:
+def _bounded(body: ChatRequest) -> ChatRequest:
     """``body`` with its output tokens held to :data:`_MAX_TOKENS`."""
-    request = dict(body)
+    request = dict(body.params)
     limit = "max_completion_tokens" if "max_completion_tokens" in request else "max_tokens"
     caller = request.get(limit)
     request[limit] = min(int(caller), _MAX_TOKENS) if isinstance(caller, int) else _MAX_TOKENS
-    return request
+    return replace(body, params=request)
 
 
 def _request_and_results(turn: Turn) -> str:
@@ -293,7 +293,7 @@ def _request_and_results(turn: Turn) -> str:
 async def _opened_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
     prefill: str,
 ) -> ParsedCall | None:
     """The first valid call the model writes after ``prefill``, one it has no result for."""
@@ -355,7 +355,7 @@ async def written_instead(
     turn: Turn,
     calls: tuple[ParsedCall, ...],
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
 ) -> tuple[ParsedCall, ...]:
     """``calls``, or, where a coding agent's only call prints the text of a file its request
     asks to create (``echo 'hello from toolshim'`` for "create greeting.txt"), the write of
@@ -388,7 +388,7 @@ async def written_instead(
 async def step_before_giving_up(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], Mapping[str, Any]],
+    body: Callable[[Sequence[Message]], ChatRequest],
     answer: str,
 ) -> ParsedCall | None:
     """Where a coding agent's turn would be answered without tools (its model repeated a call

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.stream_parts import StreamedReply, TextGate, first_choice, usage_chunks
 from toolshim.engine.turn import Turn
 from toolshim.engine.unoffered import drop_unoffered
-from toolshim.types import Completion, Message, StreamChunk
+from toolshim.types import ChatRequest, Completion, Message, StreamChunk
 
 __all__ = [
     "NO_TOOLS_REASK",
@@ -36,8 +35,8 @@ __all__ = [
     "writes_a_call",
 ]
 
-Body = Callable[[Sequence[Message]], dict[str, Any]]
-"""The upstream body of an attempt, given the messages to add after the history."""
+Body = Callable[[Sequence[Message]], ChatRequest]
+"""The upstream request of an attempt, given the messages to add after the history."""
 
 NO_TOOLS_REASK = (
     "Tools are not available for this reply: do not call a tool and do not write a tool "

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
@@ -36,14 +37,12 @@ from toolshim.engine.stream_parts import (
     TextGate,
     call_chunks,
     open_stream,
-    raw_chunk,
     texts,
     usage_chunks,
 )
 from toolshim.engine.turn import RESCUED_WARNING, Turn
 from toolshim.errors import UpstreamError
-from toolshim.types import Choice, Completion, Message, StreamChunk, ToolCallDelta
-from toolshim.wire.openai_chat import chunk_from_dict
+from toolshim.types import ChatRequest, Choice, Completion, Message, StreamChunk, ToolCallDelta
 
 __all__ = ["held", "relay"]
 
@@ -56,7 +55,7 @@ def new_call_id() -> str:
 
 
 async def relay(
-    turn: Turn, body: dict[str, Any], *, rescue_text: bool = True, learn: Learn | None = None
+    turn: Turn, request: ChatRequest, *, rescue_text: bool = True, learn: Learn | None = None
 ) -> AsyncIterator[StreamChunk]:
     """Relay a native stream with tools (see the module docstring); ``rescue_text`` runs the
     first choice's text through the parser."""
@@ -66,19 +65,19 @@ async def relay(
     native = ChoiceAccumulator()
     declined = False
     finish: str | None = None
-    async for data in open_stream(turn, body, learn):
-        rest, content, deltas, choice_finish = _split_first_choice(data)
+    async for chunk in open_stream(turn, request, learn):
+        rest, content, deltas, choice_finish = _split_first_choice(chunk.raw)
         finish = choice_finish or finish
-        read = _count_usage(turn, data)
+        turn.add_usage(chunk.usage)
         if rest is not None:
-            yield raw_chunk(rest)
+            yield _rest_chunk(chunk, rest)
         if deltas:
             if not native.has_calls:
                 # The upstream calls natively after all: what the parser holds is prose.
                 pending = gate.flush(gate.tail + parser.pending)
                 if pending:
                     yield StreamChunk(content=pending)
-            _add_calls(native, read)
+            _add_calls(native, chunk)
         if content:
             if native.has_calls or not rescue_text:
                 gate.emitted += content
@@ -135,27 +134,27 @@ async def relay(
 
 
 async def held(
-    turn: Turn, body: dict[str, Any], *, rescue_text: bool, learn: Learn | None = None
+    turn: Turn, request: ChatRequest, *, rescue_text: bool, learn: Learn | None = None
 ) -> AsyncIterator[StreamChunk]:
     """Hold the whole native reply, judge it, then relay it, send it settled, or emulate."""
-    kept: list[dict[str, Any]] = []
-    async for data in open_stream(turn, body, learn):
-        _count_usage(turn, data)
-        kept.append(data)
+    kept: list[StreamChunk] = []
+    async for chunk in open_stream(turn, request, learn):
+        turn.add_usage(chunk.usage)
+        kept.append(chunk)
     completion = _reassemble(kept)
     settled = settle_native(turn, completion, rescue_text=rescue_text)
     if settled is None:
         raise NeedsEmulation
     if settled is completion:
-        for data in kept:
-            yield raw_chunk(data)
+        for chunk in kept:
+            yield chunk
         return
     # The reply changed (calls rescued or trimmed): what the upstream sent besides the first
     # choice's text and calls (reasoning, logprobs, other choices) still goes out as it came.
-    for data in kept:
-        rest = _split_first_choice(data)[0]
+    for chunk in kept:
+        rest = _split_first_choice(chunk.raw)[0]
         if rest is not None:
-            yield raw_chunk(rest)
+            yield _rest_chunk(chunk, rest)
     yield StreamChunk(role="assistant")
     if settled.message.text and not settled.tool_calls:
         yield StreamChunk(content=settled.message.text)
@@ -166,29 +165,31 @@ async def held(
         yield chunk
 
 
-def _count_usage(turn: Turn, data: dict[str, Any]) -> list[StreamChunk]:
-    """Count the chunk's usage; return the chunk read."""
-    chunks = chunk_from_dict(data)
-    if chunks:
-        turn.add_usage(chunks[0].usage)
-    return chunks
-
-
-def _add_calls(native: ChoiceAccumulator, read: Sequence[StreamChunk]) -> None:
+def _add_calls(native: ChoiceAccumulator, chunk: StreamChunk) -> None:
     """Add the first choice's tool-call deltas (only those) of a chunk read."""
-    for chunk in read:
-        if chunk.choice_index == 0 and chunk.tool_calls:
-            native.add_calls(chunk.tool_calls)
+    if chunk.choice_index == 0 and chunk.tool_calls:
+        native.add_calls(chunk.tool_calls)
+
+
+def _rest_chunk(chunk: StreamChunk, rest: Mapping[str, Any]) -> StreamChunk:
+    """``chunk`` as what is left of it once the first choice's text, calls and finish are
+    taken out (``rest``, from :func:`_split_first_choice`, is what goes on the wire)."""
+    first = rest["choices"][0]
+    if chunk.choice_index == 0 and (first.get("index") or 0) == 0:
+        return replace(chunk, content=None, tool_calls=(), finish_reason=None, raw=rest)
+    index = first.get("index") if isinstance(first, dict) else None
+    return StreamChunk(usage=chunk.usage, raw=rest, choice_index=int(index or 0))
 
 
 def _split_first_choice(
-    data: dict[str, Any],
+    data: Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any] | None, str, list[dict[str, Any]], str | None]:
     """Take the first choice's ``content``, ``tool_calls`` and ``finish_reason`` out of a chunk.
 
     Returns what is left of the chunk (None when nothing is), the content, the tool-call
     deltas and the finish reason. Everything else stays in the chunk as the upstream sent it.
     """
+    data = data or {}
     choices = data.get("choices") or []
     content, deltas, finish = "", [], None
     new_choices = []
@@ -219,16 +220,16 @@ def _completion(text: str, native: ChoiceAccumulator, finish: str | None) -> Com
     return Completion(id="", model="", created=int(time.time()), choices=(choice,))
 
 
-def _reassemble(kept: Sequence[dict[str, Any]]) -> Completion:
+def _reassemble(kept: Sequence[StreamChunk]) -> Completion:
     """Held native chunks put back together as one completion (the first choice)."""
     text: list[str] = []
     native = ChoiceAccumulator()
     finish = None
-    for data in kept:
-        _, content, tool_deltas, choice_finish = _split_first_choice(data)
+    for chunk in kept:
+        _, content, tool_deltas, choice_finish = _split_first_choice(chunk.raw)
         text.append(content)
         if tool_deltas:
-            _add_calls(native, chunk_from_dict(data))
+            _add_calls(native, chunk)
         finish = choice_finish or finish
     return _completion("".join(text), native, finish)
 

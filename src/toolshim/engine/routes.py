@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from enum import Enum
-from typing import Any, Protocol, assert_never
+from typing import Protocol, assert_never
 
 from toolshim.engine.emulate import emulate
 from toolshim.engine.history import rewrite_history, strip_note
@@ -27,10 +27,9 @@ from toolshim.engine.native import rescue, settle_native
 from toolshim.engine.turn import Turn
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.errors import UpstreamError
-from toolshim.types import Completion, Mode
-from toolshim.wire.openai_chat import request_to_body
+from toolshim.types import ChatRequest, Completion, Mode
 
-__all__ = ["STRIPPED_WARNING", "Route", "Router", "serve_whole", "strip_body"]
+__all__ = ["STRIPPED_WARNING", "Route", "Router", "serve_whole", "strip_request"]
 
 STRIPPED_WARNING = "tools dropped: the model has no known native tool support"
 
@@ -61,7 +60,7 @@ async def serve_whole(turn: Turn, route: Route, router: Router) -> Completion:
     """The whole reply of ``turn`` on ``route``."""
     match route:
         case Route.NATIVE:
-            completion = drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
+            completion = drop_unoffered(turn, await turn.call(turn.request))
             if turn.mode is not Mode.FORCE and router.rescue:
                 return rescue(turn, completion) or completion
             return completion  # off: native only
@@ -71,14 +70,14 @@ async def serve_whole(turn: Turn, route: Route, router: Router) -> Completion:
             return await _strip(turn)
         case Route.NATIVE_OR_STRIP:
             try:
-                return drop_unoffered(turn, await turn.call(request_to_body(turn.request)))
+                return drop_unoffered(turn, await turn.call(turn.request))
             except UpstreamError as exc:
                 if router.learn_rejection(turn, exc):
                     return await _strip(turn)
                 raise
         case Route.TRY_NATIVE:
             try:
-                completion = await turn.call(request_to_body(turn.request))
+                completion = await turn.call(turn.request)
             except UpstreamError as exc:
                 if router.learn_rejection(turn, exc):
                     return await emulate(turn)
@@ -92,16 +91,14 @@ async def serve_whole(turn: Turn, route: Route, router: Router) -> Completion:
 
 async def _strip(turn: Turn) -> Completion:
     turn.warn(STRIPPED_WARNING)
-    return drop_unoffered(turn, await turn.call(strip_body(turn)), offered=())
+    return drop_unoffered(turn, await turn.call(strip_request(turn)), offered=())
 
 
-def strip_body(turn: Turn, *, stream: bool = False) -> dict[str, Any]:
-    """Strip mode's body: no tools, history as text, and the "no tools" note."""
+def strip_request(turn: Turn, *, stream: bool = False) -> ChatRequest:
+    """Strip mode's request: no tools, history as text, and the "no tools" note."""
     request = turn.request
     messages = rewrite_history(request.messages, turn.dialect, strip_note())
     params = dict(request.params)
     if not stream:
         params.pop("stream_options", None)
-    return request_to_body(
-        replace(request, messages=messages, stream=stream, params=params), tools=False
-    )
+    return replace(request, messages=messages, stream=stream, params=params).without_tools()

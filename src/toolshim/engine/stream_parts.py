@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from toolshim.dialects.extract import ReplyParser, Segment
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import unoffered_warning
 from toolshim.errors import UpstreamError
-from toolshim.types import StreamChunk, ToolCallDelta
-from toolshim.wire.openai_chat import chunk_from_dict
+from toolshim.types import ChatRequest, StreamChunk, ToolCallDelta
 
 __all__ = [
     "ARGUMENT_FRAGMENT",
@@ -23,7 +21,6 @@ __all__ = [
     "call_chunks",
     "first_choice",
     "open_stream",
-    "raw_chunk",
     "texts",
     "usage_chunks",
 ]
@@ -42,43 +39,37 @@ class NeedsEmulation(Exception):
 
 async def open_stream(
     turn: Turn,
-    body: dict[str, Any],
+    request: ChatRequest,
     learn: Callable[[UpstreamError], bool] | None = None,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[StreamChunk]:
     """Upstream chunks; a tools rejection before the first chunk becomes :class:`Rejected`."""
-    stream = turn.open_stream({**body, "stream": True})
+    stream = turn.open_stream(request)
     first = True
     try:
-        async for data in stream:
+        async for chunk in stream:
             first = False
-            yield data
+            yield chunk
     except UpstreamError as exc:
         if first and learn is not None and learn(exc):
             raise Rejected from exc
         raise
 
 
-async def first_choice(turn: Turn, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+async def first_choice(turn: Turn, request: ChatRequest) -> AsyncIterator[StreamChunk]:
     """The first choice's chunks of an emulated request's stream, with usage counted; native
     calls in it (the upstream was sent no tools) are dropped, with a warning."""
     dropped: dict[int, str] = {}
-    async for data in open_stream(turn, body):
-        for chunk in chunk_from_dict(data):
-            if chunk.choice_index == 0:
-                turn.add_usage(chunk.usage)
-                for delta in chunk.tool_calls:
-                    if delta.name and delta.index not in dropped:
-                        dropped[delta.index] = delta.name
-                if chunk.tool_calls:
-                    chunk = replace(chunk, tool_calls=())
-                yield chunk
+    async for chunk in open_stream(turn, request):
+        if chunk.choice_index == 0:
+            turn.add_usage(chunk.usage)
+            for delta in chunk.tool_calls:
+                if delta.name and delta.index not in dropped:
+                    dropped[delta.index] = delta.name
+            if chunk.tool_calls:
+                chunk = replace(chunk, tool_calls=())
+            yield chunk
     if dropped:
         turn.warn(unoffered_warning(list(dropped.values())))
-
-
-def raw_chunk(data: dict[str, Any]) -> StreamChunk:
-    """An upstream chunk passed on as it came (``raw``), its first choice also read."""
-    return chunk_from_dict(data)[0]
 
 
 def include_usage(turn: Turn) -> bool:

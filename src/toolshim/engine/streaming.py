@@ -26,14 +26,14 @@ import toolshim.engine.relay as relay
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.engine.emulate import (
     check,
-    emulation_body,
+    emulation_request,
     refuse_several_choices,
     whole_attempt,
 )
 from toolshim.engine.more_calls import more_calls
 from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
 from toolshim.engine.nocalls import stream_without_calls
-from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_body
+from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_request
 from toolshim.engine.stream_parts import (
     NeedsEmulation,
     Rejected,
@@ -42,14 +42,12 @@ from toolshim.engine.stream_parts import (
     call_chunks,
     first_choice,
     open_stream,
-    raw_chunk,
     usage_chunks,
 )
 from toolshim.engine.turn import Turn, dropped_calls_warning, with_meta
 from toolshim.engine.unoffered import UnofferedFilter
 from toolshim.errors import ToolshimError
-from toolshim.types import Mode, StreamChunk
-from toolshim.wire.openai_chat import request_to_body
+from toolshim.types import ChatRequest, Mode, StreamChunk
 
 __all__ = ["serve"]
 
@@ -118,12 +116,12 @@ def _route(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChun
     match route:
         case Route.NATIVE:  # off, or no tools offered
             judged = turn.request.wants_tools and router.rescue and turn.mode is not Mode.FORCE
-            return _native(turn, request_to_body(turn.request), judged=judged, rescue_text=judged)
+            return _native(turn, turn.request, judged=judged, rescue_text=judged)
         case Route.EMULATE:
             return _emulated(turn)
         case Route.STRIP:
             turn.warn(STRIPPED_WARNING)
-            return _native(turn, strip_body(turn, stream=True))
+            return _native(turn, strip_request(turn, stream=True))
         case Route.NATIVE_OR_STRIP:
             return _native_or_strip(turn, router)
         case Route.TRY_NATIVE:
@@ -135,23 +133,23 @@ def _route(turn: Turn, route: Route, router: Router) -> AsyncIterator[StreamChun
 async def _native_or_strip(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
     learn = partial(router.learn_rejection, turn)
     try:
-        async for chunk in _native(turn, request_to_body(turn.request), learn=learn):
+        async for chunk in _native(turn, turn.request, learn=learn):
             yield chunk
     except Rejected:
         turn.warn(STRIPPED_WARNING)
-        async for chunk in _native(turn, strip_body(turn, stream=True)):
+        async for chunk in _native(turn, strip_request(turn, stream=True)):
             yield chunk
 
 
 async def _try_native(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
     learn = partial(router.learn_rejection, turn)
-    native_body = request_to_body(turn.request)
+    native = turn.request
     rescue = router.rescue
     hold = turn.mode is Mode.FALLBACK or turn.request.choice.kind in ("required", "function")
     source = (
-        relay.held(turn, native_body, rescue_text=rescue, learn=learn)
+        relay.held(turn, native, rescue_text=rescue, learn=learn)
         if hold
-        else _native(turn, native_body, judged=True, rescue_text=rescue, learn=learn)
+        else _native(turn, native, judged=True, rescue_text=rescue, learn=learn)
     )
     try:
         async for chunk in source:
@@ -163,7 +161,7 @@ async def _try_native(turn: Turn, router: Router) -> AsyncIterator[StreamChunk]:
 
 def _native(
     turn: Turn,
-    body: dict[str, Any],
+    request: ChatRequest,
     *,
     judged: bool = False,
     rescue_text: bool = False,
@@ -171,16 +169,16 @@ def _native(
 ) -> AsyncIterator[StreamChunk]:
     """A native stream: judged by :func:`relay.relay`, or passed through untouched."""
     if judged:
-        return relay.relay(turn, body, rescue_text=rescue_text, learn=learn)
-    return _passed_through(turn, body, learn)
+        return relay.relay(turn, request, rescue_text=rescue_text, learn=learn)
+    return _passed_through(turn, request, learn)
 
 
 async def _passed_through(
-    turn: Turn, body: dict[str, Any], learn: relay.Learn | None
+    turn: Turn, request: ChatRequest, learn: relay.Learn | None
 ) -> AsyncIterator[StreamChunk]:
-    unoffered = UnofferedFilter(turn, None if body.get("tools") else ())
-    async for data in open_stream(turn, body, learn):
-        chunk = raw_chunk(unoffered.feed(data))
+    unoffered = UnofferedFilter(turn, None if request.tools else ())
+    async for chunk in open_stream(turn, request, learn):
+        chunk = unoffered.feed(chunk)
         turn.add_usage(chunk.usage)
         yield chunk
     unoffered.finish()
@@ -195,7 +193,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     yield StreamChunk(role="assistant")
     request = turn.request
     if not request.wants_tools:
-        body = partial(emulation_body, turn, stream=True)
+        body = partial(emulation_request, turn, stream=True)
         async for chunk in stream_without_calls(turn, body):
             yield chunk
         return
@@ -203,7 +201,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
     while True:
         if driver.decision:  # a JSON decision: read whole
             gate = TextGate(hold=True)
-            attempt = whole_attempt(turn, await turn.call(emulation_body(turn, driver.messages)))
+            attempt = whole_attempt(turn, await turn.call(emulation_request(turn, driver.messages)))
         else:
             gate = TextGate(hold=driver.hold_text)
             reply = StreamedReply(
@@ -212,7 +210,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             finish = None
             opening = confidence.judged(turn, first_attempt=not driver.messages)
             tokens: list[Any] = []
-            request_body = emulation_body(turn, driver.messages, stream=True)
+            request_body = emulation_request(turn, driver.messages, stream=True)
             async for chunk in first_choice(turn, request_body):
                 finish = chunk.finish_reason or finish
                 if opening and len(tokens) < _OPENING_TOKENS:
@@ -229,10 +227,10 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 continue
             case steps.ReturnCalls(calls=valid):
                 valid = await more_calls(
-                    turn, valid, driver.messages, partial(emulation_body, turn)
+                    turn, valid, driver.messages, partial(emulation_request, turn)
                 )
                 valid = await written_instead(
-                    turn, valid, driver.messages, partial(emulation_body, turn)
+                    turn, valid, driver.messages, partial(emulation_request, turn)
                 )
                 for chunk in call_chunks(valid):
                     yield chunk
@@ -242,7 +240,9 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason=finish or "stop")
             case steps.NextStep(text=text, finish=finish):
-                step = await next_step(turn, driver.messages, partial(emulation_body, turn), text)
+                step = await next_step(
+                    turn, driver.messages, partial(emulation_request, turn), text
+                )
                 if step is not None:
                     for chunk in call_chunks([step]):
                         yield chunk
@@ -262,7 +262,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 yield StreamChunk(finish_reason="length")
             case steps.AnswerWithoutTools():
                 step = await step_before_giving_up(
-                    turn, driver.messages, partial(emulation_body, turn), attempt.prose
+                    turn, driver.messages, partial(emulation_request, turn), attempt.prose
                 )
                 if step is not None:
                     for chunk in call_chunks([step]):
@@ -314,7 +314,7 @@ def _streamed_attempt(
 
 def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:
     """The answer asked for without tool instructions (no call JSON is returned as it)."""
-    body = partial(emulation_body, turn, instructions=False, stream=True)
+    body = partial(emulation_request, turn, instructions=False, stream=True)
     return stream_without_calls(turn, body)
 
 

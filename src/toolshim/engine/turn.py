@@ -13,14 +13,22 @@ from typing import Any
 
 from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.errors import ToolshimError
-from toolshim.types import ChatRequest, Completion, Metadata, Mode, Strategy, ToolCall, Usage
+from toolshim.types import (
+    ChatRequest,
+    Completion,
+    Metadata,
+    Mode,
+    Strategy,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
 from toolshim.upstreams.base import Upstream
-from toolshim.wire.openai_chat import completion_from_dict
 
 __all__ = [
     "Turn",
     "call_key",
-    "describe_body",
+    "describe_request",
     "dropped_calls_warning",
     "emulated_id",
     "with_meta",
@@ -205,19 +213,21 @@ class Turn:
         if usage is not None:
             self.usage = usage + self.usage if self.usage else usage
 
-    async def call(self, body: Mapping[str, Any]) -> Completion:
+    async def call(self, request: ChatRequest) -> Completion:
         """Send a non-streaming request upstream and read the completion."""
         self.llm_calls += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
-                "→ upstream call %d (%s)\n%s", self.llm_calls, self.mode.value, describe_body(body)
+                "→ upstream call %d (%s)\n%s",
+                self.llm_calls,
+                self.mode.value,
+                describe_request(request),
             )
         started = time.perf_counter()
         try:
-            data = await self.upstream.complete(body, headers=self.headers)
+            completion = await self.upstream.complete(request, headers=self.headers)
         finally:
             self.upstream_seconds += time.perf_counter() - started
-        completion = completion_from_dict(data)
         self.add_usage(completion.usage)
         if log.isEnabledFor(logging.DEBUG):
             for choice in completion.choices:
@@ -229,7 +239,7 @@ class Turn:
                 )
         return completion
 
-    def open_stream(self, body: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    def open_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Start a streaming request upstream (counted as one LLM call)."""
         self.llm_calls += 1
         if log.isEnabledFor(logging.DEBUG):
@@ -237,9 +247,9 @@ class Turn:
                 "→ upstream stream %d (%s)\n%s",
                 self.llm_calls,
                 self.mode.value,
-                describe_body(body),
+                describe_request(request),
             )
-        return self.upstream.stream(body, headers=self.headers)
+        return self.upstream.stream(request, headers=self.headers)
 
 
 def with_meta(error: ToolshimError, turn: Turn) -> ToolshimError:
@@ -249,21 +259,20 @@ def with_meta(error: ToolshimError, turn: Turn) -> ToolshimError:
     return error
 
 
-def describe_body(body: Mapping[str, Any]) -> str:
+def describe_request(request: ChatRequest) -> str:
     """One line per message: index, role, size, tool fields and the start of the text."""
     lines = []
-    for i, m in enumerate(body.get("messages") or ()):
-        content = m.get("content")
-        text = content if isinstance(content, str) else str(content or "")
+    for i, m in enumerate(request.messages):
+        content = m.content
+        text = content if isinstance(content, str) else str(list(content or ""))
         preview = " ".join(text.split())[:70]
         lines.append(
-            f"  [{i}] {m.get('role', '?'):<9} | {len(text):>6} chars | "
-            f"tool_calls:{bool(m.get('tool_calls'))!s:<5} | tool_call_id:{bool(m.get('tool_call_id'))!s:<5} | {preview}"
+            f"  [{i}] {m.role:<9} | {len(text):>6} chars | "
+            f"tool_calls:{bool(m.tool_calls)!s:<5} | tool_call_id:{bool(m.tool_call_id)!s:<5} | {preview}"
         )
-    tools = body.get("tools") or []
-    extras = sorted(k for k in body if k not in ("messages", "tools", "model"))
+    choice = request.tool_choice.describe() if request.tools and request.tool_choice else "-"
+    extras = sorted(request.params)
     lines.append(
-        f"  model={body.get('model', '')!r} tools={len(tools)} "
-        f"tool_choice={body.get('tool_choice', '-')!r} other={extras}"
+        f"  model={request.model!r} tools={len(request.tools)} tool_choice={choice} other={extras}"
     )
     return "\n".join(lines)

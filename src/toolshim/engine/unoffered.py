@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolshim.engine.turn import Turn
-from toolshim.types import Completion
+from toolshim.types import Completion, StreamChunk
 
 __all__ = ["UnofferedFilter", "drop_unoffered", "unoffered_warning"]
 
@@ -58,8 +58,8 @@ def drop_unoffered(
 
 class UnofferedFilter:
     """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it
-    came: each upstream chunk (a chat-completions chunk dict) without the deltas of calls to
-    tools not offered. :meth:`finish` warns once, naming them."""
+    came: each upstream chunk (its first choice, and the chunk as sent in ``raw``) without the
+    deltas of calls to tools not offered. :meth:`finish` warns once, naming them."""
 
     def __init__(self, turn: Turn, offered: Sequence[str] | None = None) -> None:
         self.turn = turn
@@ -69,9 +69,24 @@ class UnofferedFilter:
         self._kept: set[int] = set()
         self.dropped: list[str] = []
 
-    def feed(self, data: dict[str, Any]) -> dict[str, Any]:
-        if self.passes:
-            return data
+    def feed(self, chunk: StreamChunk) -> StreamChunk:
+        """``chunk`` without the deltas of calls to tools not offered, in its first choice and
+        in the chunk it came as (``raw``)."""
+        if self.passes or chunk.raw is None:
+            return chunk
+        data = self._filter(chunk.raw)
+        if data is chunk.raw:
+            return chunk
+        before, after = chunk.raw["choices"][0], data["choices"][0]
+        kept = _calls_of(after)
+        calls = tuple(
+            d
+            for d, sent in zip(chunk.tool_calls, _calls_of(before), strict=False)
+            if any(sent is k for k in kept)
+        )
+        return replace(chunk, tool_calls=calls, finish_reason=after.get("finish_reason"), raw=data)
+
+    def _filter(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
         choices = data.get("choices")
         if not isinstance(choices, list) or not any(_calls_of(c) for c in choices):
             return self._finished(data) if isinstance(choices, list) else data
@@ -97,7 +112,7 @@ class UnofferedFilter:
             out.append({**choice, "delta": {**choice["delta"], "tool_calls": kept}})
         return self._finished({**data, "choices": out})
 
-    def _finished(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _finished(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
         """A choice whose every call was dropped finishes with ``stop``."""
         if not self.dropped:
             return data

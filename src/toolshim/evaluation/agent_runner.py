@@ -28,6 +28,7 @@ from toolshim.evaluation.agent_tasks import AgentTask
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
 from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner
 from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.chat_completions import complete_chat_body
 
 __all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
 
@@ -182,7 +183,7 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
         if config.kind != "toolshim":
             body["max_tokens"] = NATIVE_MAX_TOKENS
             run.llm_calls += 1
-            reply = await self.upstream.complete(body)
+            reply = await complete_chat_body(self.upstream, body)
             usage = reply.get("usage") or {}
             run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             run.completion_tokens += int(usage.get("completion_tokens") or 0)

@@ -42,6 +42,7 @@ from toolshim.evaluation.bfcl_multi_turn import (
 )
 from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner, interleave
 from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.chat_completions import complete_chat_body
 
 __all__ = ["RESULT_PREVIEW", "MultiTurnRecord", "MultiTurnRunner", "failure_kind"]
 
@@ -265,7 +266,7 @@ class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
             )
         if run.config.kind != "toolshim":
             run.llm_calls += 1
-            reply = await self.upstream.complete(body)
+            reply = await complete_chat_body(self.upstream, body)
             usage = reply.get("usage") or {}
             run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             run.completion_tokens += int(usage.get("completion_tokens") or 0)

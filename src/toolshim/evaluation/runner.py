@@ -39,8 +39,9 @@ from toolshim.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.bfcl import BfclCase, Decoder, score
-from toolshim.types import Completion
+from toolshim.types import ChatRequest, Completion, StreamChunk
 from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.chat_completions import complete_chat_body
 
 __all__ = [
     "BASELINES",
@@ -187,16 +188,16 @@ class CountingUpstream:
         return self.inner.key
 
     async def complete(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Completion:
         self.requests += 1
-        return await self.inner.complete(body, headers=headers)
+        return await self.inner.complete(request, headers=headers)
 
     async def stream(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamChunk]:
         self.requests += 1
-        async for chunk in self.inner.stream(body, headers=headers):
+        async for chunk in self.inner.stream(request, headers=headers):
             yield chunk
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -437,7 +438,7 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
                 else:
                     body["messages"] = case.prompt_messages()
                 llm_calls = 1
-                reply = await self.upstream.complete(body)
+                reply = await complete_chat_body(self.upstream, body)
                 choices = reply.get("choices") or [{}]
                 message = dict(choices[0].get("message") or {})
                 usage = reply.get("usage") or {}

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from toolshim.engine.turn import RESCUED_WARNING
-from toolshim.types import Metadata
+from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
 from toolshim.upstreams.base import Upstream
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ObservedUpstream", "Outcome"]
@@ -152,24 +152,24 @@ class ObservedUpstream:
         return repr(self.inner)
 
     async def complete(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Completion:
         started = time.perf_counter()
         try:
-            return await self.inner.complete(body, headers=headers)
+            return await self.inner.complete(request, headers=headers)
         finally:
             self.metrics.observe_upstream(time.perf_counter() - started, stream=False)
 
     async def stream(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamChunk]:
         started = time.perf_counter()
         first = True
         debug = log.isEnabledFor(logging.DEBUG)
         texts: list[str] = []
         chunks = 0
         try:
-            async for chunk in self.inner.stream(body, headers=headers):
+            async for chunk in self.inner.stream(request, headers=headers):
                 if first:
                     first = False
                     self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
@@ -190,19 +190,13 @@ class ObservedUpstream:
         await self.inner.aclose()
 
 
-def _delta_text(chunk: Mapping[str, Any]) -> str:
-    out = []
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {} if isinstance(choice, Mapping) else {}
-        content = delta.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        for call in delta.get("tool_calls") or ():
-            function = call.get("function") or {} if isinstance(call, Mapping) else {}
-            if function.get("name"):
-                out.append(f"[native tool call {function['name']}]")
-            if isinstance(function.get("arguments"), str):
-                out.append(function["arguments"])
+def _delta_text(chunk: StreamChunk) -> str:
+    out = [chunk.content] if chunk.content else []
+    for call in chunk.tool_calls:
+        if call.name:
+            out.append(f"[native tool call {call.name}]")
+        if call.arguments:
+            out.append(call.arguments)
     return "".join(out)
 
 

@@ -2,7 +2,8 @@
 
 :class:`FakeUpstream` plays a model server: ``enqueue`` what it should answer (text, tool
 calls, whole completions, or an exception to raise) and read what it was sent in
-``history``. ``tools=`` sets how it treats a request that carries ``tools``:
+``history`` (each core request as the chat-completions body an HTTP upstream would have been
+sent: both build on :class:`~toolshim.upstreams.chat_completions.ChatCompletionsUpstream`). ``tools=`` sets how it treats a request that carries ``tools``:
 
 * ``"native"`` – answers from the queue (tool calls included): a model with tool support;
 * ``"reject"`` – raises the upstream's "does not support tools" error without consuming a
@@ -48,6 +49,7 @@ from toolshim.testing.tools import (
     WEATHER_RESPONSES,
 )
 from toolshim.upstreams._http import completion_as_chunks
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 
 __all__ = [
     "CALL_JSON",
@@ -198,7 +200,7 @@ def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict
     return out
 
 
-class FakeUpstream:
+class FakeUpstream(ChatCompletionsUpstream):
     """A scripted model server (see the module docstring)."""
 
     def __init__(
@@ -253,12 +255,12 @@ class FakeUpstream:
                     )
         return completion
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         return self._answer(body, headers)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = self._answer(body, headers)
@@ -301,12 +303,12 @@ class FunctionUpstream(FakeUpstream):
             result = await result
         return _as_completion(result, model)
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         return await self._produce(body, headers)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = await self._produce(body, headers)

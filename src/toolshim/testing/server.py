@@ -44,7 +44,7 @@ from aiohttp import web
 
 from toolshim.errors import ToolshimError, UpstreamStatusError
 from toolshim.testing import REJECTION_MESSAGES, Reply, rejection_error, stream_chunks
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 from toolshim.wire.openai_chat import error_body
 
 __all__ = [
@@ -93,7 +93,7 @@ class Script:
         return script
 
 
-class ScriptedUpstream:
+class ScriptedUpstream(ChatCompletionsUpstream):
     """An :class:`~toolshim.upstreams.base.Upstream` that plays a :class:`Script`."""
 
     def __init__(self, script: Script | Mapping[str, Any] | None = None) -> None:
@@ -140,12 +140,12 @@ class ScriptedUpstream:
             reply, model, native=self.script.tools == "native" and bool(body.get("tools"))
         )
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         return await self._completion(body, headers)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = await self._completion(body, headers)
@@ -209,11 +209,11 @@ def _completion(reply: Any, model: str, *, native: bool) -> dict[str, Any]:
 
 # -- the HTTP side ------------------------------------------------------------------------------
 
-_UPSTREAM: web.AppKey[list[Upstream]] = web.AppKey("upstream", list)
+_UPSTREAM: web.AppKey[list[ChatCompletionsUpstream]] = web.AppKey("upstream", list)
 _CANCELLED: web.AppKey[list[int]] = web.AppKey("cancelled", list)
 
 
-def upstream_app(upstream: Upstream) -> web.Application:
+def upstream_app(upstream: ChatCompletionsUpstream) -> web.Application:
     """An aiohttp app that serves ``upstream`` as an OpenAI-compatible server."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[_UPSTREAM] = [upstream]
@@ -249,7 +249,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     try:
         if not body.get("stream"):
             try:
-                return _json(await upstream.complete(body, headers=headers))
+                return _json(await upstream.complete_body(body, headers=headers))
             except Exception as exc:
                 return _error(exc)
         return await _stream(request, upstream, body, headers)
@@ -259,9 +259,12 @@ async def _chat(request: web.Request) -> web.StreamResponse:
 
 
 async def _stream(
-    request: web.Request, upstream: Upstream, body: dict[str, Any], headers: dict[str, str]
+    request: web.Request,
+    upstream: ChatCompletionsUpstream,
+    body: dict[str, Any],
+    headers: dict[str, str],
 ) -> web.StreamResponse:
-    chunks = upstream.stream(body, headers=headers)
+    chunks = upstream.stream_body(body, headers=headers)
     try:
         first = await chunks.__anext__()
     except StopAsyncIteration:
@@ -351,7 +354,7 @@ async def _start(app: web.Application, sock: socket.socket) -> web.AppRunner:
 
 @contextlib.contextmanager
 def serve_fake(
-    upstream: Upstream, *, host: str = "127.0.0.1", port: int = 0
+    upstream: ChatCompletionsUpstream, *, host: str = "127.0.0.1", port: int = 0
 ) -> Iterator[RunningServer]:
     """Serve ``upstream`` over HTTP from a background thread for the duration of the block."""
     with serve_app(upstream_app(upstream), host=host, port=port) as server:

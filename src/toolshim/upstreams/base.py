@@ -1,18 +1,22 @@
-"""The upstream protocol: what the engine needs from a model server (OpenAI JSON in and out)."""
+"""The upstream protocol: what the engine needs from a model server (core types in and out)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from toolshim.types import ChatRequest, Completion, StreamChunk
+
 __all__ = ["Upstream"]
 
 
 @runtime_checkable
 class Upstream(Protocol):
-    """An OpenAI-compatible chat-completions backend.
+    """A chat backend: takes a core :class:`~toolshim.types.ChatRequest`, answers with a core
+    :class:`~toolshim.types.Completion` or :class:`~toolshim.types.StreamChunk` s.
 
-    Bodies and answers are plain OpenAI JSON objects; adapters never see dialects or modes.
+    Adapters encode the request in their own protocol (OpenAI chat completions:
+    :mod:`toolshim.upstreams.chat_completions`) and never see dialects or modes.
     Failures are raised as :class:`toolshim.errors.UpstreamError` subclasses.
     """
 
@@ -22,15 +26,15 @@ class Upstream(Protocol):
         ...
 
     async def complete(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        """Send a non-streaming request; return the ``chat.completion`` object."""
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Completion:
+        """Send a non-streaming request; return the completion."""
         ...
 
     def stream(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Send a streaming request; yield each ``chat.completion.chunk`` object."""
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        """Send a streaming request; yield one chunk for each the upstream sends."""
         ...
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from toolshim.upstreams._policy import (
 )
 from toolshim.upstreams._sse import DEFAULT_MAX_EVENT_BYTES, sse_objects
 from toolshim.upstreams._transports import HttpxTransport, Response, Transport
+from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIUpstream", "normalize_base_url"]
 
@@ -84,7 +85,7 @@ def normalize_base_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), parts.netloc, path, "", ""))
 
 
-class OpenAIUpstream:
+class OpenAIUpstream(ChatCompletionsUpstream):
     """Talks to an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:11434/v1``).
 
     ``key`` names the upstream in the capability registry; by default it is the normalised
@@ -211,7 +212,7 @@ class OpenAIUpstream:
                 return
             yield piece
 
-    async def complete(
+    async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         secrets = self._secrets(headers)
@@ -220,7 +221,7 @@ class OpenAIUpstream:
         response = await self._open("POST", self._chat_url, merged, deadline, secrets, body)
         return reply_object(await self._read(response, deadline), self.shown_url, secrets)
 
-    async def stream(
+    async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         secrets = self._secrets(headers)

@@ -25,7 +25,7 @@ from toolshim.wire.openai_chat.codec import (
     split_overrides,
 )
 from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
-from toolshim.wire.openai_chat.requests import parse_request, request_to_body
+from toolshim.wire.openai_chat.requests import parse_request, read_request, request_to_body
 
 __all__ = [
     "CODEC",
@@ -41,6 +41,7 @@ __all__ = [
     "message_to_dict",
     "new_completion_id",
     "parse_request",
+    "read_request",
     "request_to_body",
     "split_overrides",
     "usage_from_dict",

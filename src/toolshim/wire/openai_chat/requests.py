@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from toolshim.errors import InvalidRequestError
+from toolshim.errors import ConfigError, InvalidRequestError
 from toolshim.types import EMPTY, ChatRequest, ToolChoice, ToolSpec
 from toolshim.wire.openai_chat.legacy import has_legacy_fields, upgrade_request
 from toolshim.wire.openai_chat.messages import message_from_dict, message_to_dict
 
-__all__ = ["parse_request", "request_to_body"]
+__all__ = ["parse_request", "read_request", "request_to_body"]
 
 _REQUEST_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream"}
@@ -133,6 +133,23 @@ def parse_request(data: Any) -> ChatRequest:
         params=params,
         legacy_functions=legacy,
     )
+
+
+def read_request(data: Any) -> tuple[ChatRequest, Mapping[str, Any]]:
+    """A library caller's request (a chat-completions body, or a :class:`ChatRequest`) and
+    the per-request engine options of its ``toolshim`` field (see
+    :attr:`toolshim.engine.Engine.read_request`)."""
+    overrides: Mapping[str, Any] = {}
+    if isinstance(data, Mapping) and "toolshim" in data:
+        data = dict(data)
+        overrides = data.pop("toolshim")
+        if not isinstance(overrides, Mapping):
+            raise ConfigError(
+                'the "toolshim" field must be an object such as {"mode": "force"}, not '
+                f"{type(overrides).__name__}",
+                param="toolshim",
+            )
+    return parse_request(data), overrides
 
 
 _CHOICES = frozenset({"auto", "none", "required"})

@@ -12,7 +12,7 @@ from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.unreported import reports_failure, unrecovered_errors
-from toolshim.testing import FunctionUpstream
+from toolshim.testing import FunctionUpstream, Reply
 from toolshim.types import Message, ToolCall
 
 QUESTION = "What's the weather in the capital of Kenya? Find the capital first."
@@ -155,3 +155,17 @@ async def test_after_a_step_opened_in_vain_the_silent_answer_is_asked_for_again(
     completion = await engine.acomplete(request)
     assert completion.message.text == again
     assert [m["messages"][-1]["role"] for m in seen] == ["user", "assistant", "user"]
+
+
+async def test_an_answer_cut_by_max_tokens_is_not_asked_for_again() -> None:
+    """The 1.5B's "0.0000…" after a failed conversion ran to max_tokens; asked again, it ran to
+    it again and its task hung."""
+    seen: list[dict[str, Any]] = []
+
+    def cut(request: dict[str, Any]) -> Reply:
+        seen.append(request)
+        return Reply("The price is 0.0000000000", finish_reason="length")
+
+    engine = Engine(FunctionUpstream(cut), mode="force", dialect="pythonic", registry=Registry())
+    completion = await engine.acomplete({**body(), "max_tokens": 8})
+    assert len(seen) == 1 and completion.finish_reason == "length"

@@ -263,14 +263,16 @@ class TurnDriver:
                 return AnswerWithoutTools(EMPTY_WARNING)
         if self.answered and attempt.prose.strip():
             return ReturnText(self.answered, attempt.finish)  # the answer before the check
-        if not attempt.sent and self.silent_on_failure(attempt.prose):
+        if not attempt.sent and self.silent_on_failure(attempt.prose, attempt.finish):
             return AnswerWithoutTools(UNREPORTED_WARNING)
         return ReturnText(attempt.prose, attempt.finish)
 
-    def silent_on_failure(self, answer: str) -> bool:
+    def silent_on_failure(self, answer: str, finish: str | None) -> bool:
         """Whether ``answer`` says nothing of a call that failed (:attr:`failed`): it is asked
-        for again without tools (also after a :class:`NextStep` that found no call)."""
-        return self.failed and not reports_failure(answer)
+        for again without tools (also after a :class:`NextStep` that found no call). Not an
+        answer cut by ``max_tokens``: the 1.5B's "0.0000…" for a failed conversion ran to the
+        limit, and asked again, ran to it again (its task hung)."""
+        return self.failed and finish != "length" and not reports_failure(answer)
 
     def _give_up(self, attempt: Attempt, summary: str) -> Step:
         """Re-asks are spent. A forced tool_choice fails; ``auto`` degrades to a text answer:

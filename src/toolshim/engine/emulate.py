@@ -229,7 +229,7 @@ async def emulate(turn: Turn) -> Completion:
                 )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
-                if driver.silent_on_failure(text):
+                if driver.silent_on_failure(text, finish):
                     turn.warn(steps.UNREPORTED_WARNING)
                     return await answer_without_calls(
                         turn, partial(emulation_request, turn, instructions=False)

@@ -247,7 +247,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                     for chunk in call_chunks([step]):
                         yield chunk
                     yield StreamChunk(finish_reason="tool_calls")
-                elif driver.silent_on_failure(text):
+                elif driver.silent_on_failure(text, finish):
                     turn.warn(steps.UNREPORTED_WARNING)
                     async for chunk in _answer_without_tools(turn):
                         yield chunk

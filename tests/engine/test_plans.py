@@ -14,27 +14,14 @@ from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.plans import PlanMemory, failed_steps
 from toolshim.testing import FunctionUpstream
+from toolshim.testing.tools import function_tool
 from toolshim.types import Message, ToolCall
 
 QUESTION = "Which orders does alice have?"
 TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {parameter: {"type": "string"}},
-                "required": [parameter],
-            },
-        },
-    }
-    for name, description, parameter in (
-        ("find_user", "Find a customer's user id by username", "username"),
-        ("list_orders", "List the order ids of a user id", "user_id"),
-        ("get_weather", "The weather in a city", "city"),
-    )
+    function_tool("find_user", "Find a customer's user id by username", username="string"),
+    function_tool("list_orders", "List the order ids of a user id", user_id="string"),
+    function_tool("get_weather", "The weather in a city", city="string"),
 ]
 PLAN = '[find_user(username="alice"), list_orders(user_id="12345")]'
 ANSWER = "alice has the user id u-17."
@@ -254,19 +241,8 @@ def weather_model(continued: str, seen: list[dict[str, Any]]) -> Any:
 
 
 WEATHER_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": name,
-            "parameters": {
-                "type": "object",
-                "properties": {parameter: {"type": "string"}},
-                "required": [parameter],
-            },
-        },
-    }
-    for name, parameter in (("get_capital", "country"), ("get_weather", "city"))
+    function_tool("get_capital", country="string"),
+    function_tool("get_weather", city="string"),
 ]
 
 
@@ -315,25 +291,10 @@ def message_dict(message: Message) -> dict[str, Any]:
 
 
 STOCK_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": name,
-            "parameters": {
-                "type": "object",
-                "properties": {p: {"type": kind} for p, kind in parameters},
-                "required": [p for p, _ in parameters],
-            },
-        },
-    }
-    for name, parameters in (
-        ("get_stock_price", (("symbol", "string"),)),
-        (
-            "convert_currency",
-            (("amount", "number"), ("from_currency", "string"), ("to_currency", "string")),
-        ),
-    )
+    function_tool("get_stock_price", symbol="string"),
+    function_tool(
+        "convert_currency", amount="number", from_currency="string", to_currency="string"
+    ),
 ]
 
 

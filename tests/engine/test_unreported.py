@@ -13,23 +13,13 @@ from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.unreported import reports_failure, unrecovered_errors
 from toolshim.testing import FunctionUpstream, Reply
+from toolshim.testing.tools import function_tool
 from toolshim.types import Message, ToolCall
 
 QUESTION = "What's the weather in the capital of Kenya? Find the capital first."
 TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": name,
-            "parameters": {
-                "type": "object",
-                "properties": {parameter: {"type": "string"}},
-                "required": [parameter],
-            },
-        },
-    }
-    for name, parameter in (("get_capital", "country"), ("get_weather", "city"))
+    function_tool("get_capital", country="string"),
+    function_tool("get_weather", city="string"),
 ]
 
 

@@ -11,8 +11,26 @@ __all__ = [
     "WEATHER_ANTHROPIC",
     "WEATHER_FUNCTION",
     "WEATHER_RESPONSES",
+    "function_tool",
     "weather_parameters",
 ]
+
+
+def function_tool(name: str, description: str = "", **parameters: str) -> dict[str, Any]:
+    """A chat completions ``tools`` entry whose parameters, each required, have the JSON types
+    given (``function_tool("find_user", username="string")``), in that order."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description or name,
+            "parameters": {
+                "type": "object",
+                "properties": {key: {"type": kind} for key, kind in parameters.items()},
+                "required": list(parameters),
+            },
+        },
+    }
 
 
 def weather_parameters() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.errors import UpstreamError
 from toolshim.types import ChatRequest, Completion, StreamChunk
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import request_body
 from toolshim.wire.openai_chat import completion_to_dict, usage_to_dict
 
@@ -23,7 +23,7 @@ ReplyHook = Callable[[Mapping[str, Any], Mapping[str, Any]], None]
 ErrorHook = Callable[[Mapping[str, Any], UpstreamError], None]
 
 
-class TracingUpstream:
+class TracingUpstream(WrappedUpstream):
     """Delegates to ``inner``; calls the hooks around every chat request (same ``key``)."""
 
     def __init__(
@@ -34,14 +34,10 @@ class TracingUpstream:
         on_reply: ReplyHook | None = None,
         on_error: ErrorHook | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.on_request = on_request
         self.on_reply = on_reply
         self.on_error = on_error
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
 
     def __repr__(self) -> str:
         return f"TracingUpstream({self.inner!r})"
@@ -79,12 +75,6 @@ class TracingUpstream:
             raise
         if self.on_reply:
             self.on_reply(body, reassemble(chunks))
-
-    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.inner.list_models(headers=headers)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def reassemble(chunks: list[StreamChunk]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.bfcl import BfclCase, Decoder, score
 from toolshim.types import ChatRequest, Completion, StreamChunk
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import complete_chat_body
 
 __all__ = [
@@ -176,16 +176,12 @@ class CaseRecord(Record):
     completion_tokens: int | None = None
 
 
-class CountingUpstream:
+class CountingUpstream(WrappedUpstream):
     """Wraps an upstream and counts the chat requests sent through it."""
 
     def __init__(self, inner: Upstream) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.requests = 0
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
 
     async def complete(
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
@@ -199,9 +195,6 @@ class CountingUpstream:
         self.requests += 1
         async for chunk in self.inner.stream(request, headers=headers):
             yield chunk
-
-    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.inner.list_models(headers=headers)
 
     async def aclose(self) -> None:
         """Does nothing: the runner's owner closes the real upstream once, after every config."""

@@ -200,6 +200,19 @@ def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict
     return out
 
 
+def requested_chunks(
+    completion: Mapping[str, Any], body: Mapping[str, Any], *, piece: int = 7
+) -> list[dict[str, Any]]:
+    """:func:`stream_chunks` as a server answers the request ``body``: the usage-only chunk
+    only where it asked for it (``stream_options.include_usage``)."""
+    usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+    return [
+        chunk
+        for chunk in stream_chunks(completion, piece=piece)
+        if usage_wanted or "usage" not in chunk or chunk.get("choices")
+    ]
+
+
 class FakeUpstream(ChatCompletionsUpstream):
     """A scripted model server (see the module docstring)."""
 
@@ -236,12 +249,20 @@ class FakeUpstream(ChatCompletionsUpstream):
         """How many chat requests were sent (rejected ones included)."""
         return len(self.history)
 
-    def _answer(self, body: Mapping[str, Any], headers: Mapping[str, str] | None) -> dict[str, Any]:
+    async def _produce(
+        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        """Record the request, reject it where tools are scripted to be rejected, else answer
+        it with :meth:`_reply`."""
         self.history.append(json.loads(json.dumps(body)))
         self.headers.append(dict(headers or {}))
         model = str(body.get("model") or self.models[0])
         if body.get("tools") and self.tools == "reject":
             raise rejection_error(self.rejection, model)
+        return await self._reply(body, model)
+
+    async def _reply(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
+        """The next scripted reply, as a completion."""
         if not self.queue:
             raise UpstreamError(f"FakeUpstream has no reply left for request #{len(self.history)}")
         completion = _as_completion(self.queue.pop(0), model)
@@ -258,16 +279,12 @@ class FakeUpstream(ChatCompletionsUpstream):
     async def complete_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        return self._answer(body, headers)
+        return await self._produce(body, headers)
 
     async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
-        completion = self._answer(body, headers)
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        for chunk in stream_chunks(completion, piece=self.piece):
-            if "usage" in chunk and not chunk.get("choices") and not usage_wanted:
-                continue
+        for chunk in requested_chunks(await self._produce(body, headers), body, piece=self.piece):
             yield chunk
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -290,23 +307,11 @@ class FunctionUpstream(FakeUpstream):
         super().__init__(**kwargs)
         self.handler = handler
 
-    async def _produce(
-        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
-    ) -> dict[str, Any]:
-        self.history.append(json.loads(json.dumps(body)))
-        self.headers.append(dict(headers or {}))
-        model = str(body.get("model") or self.models[0])
-        if body.get("tools") and self.tools == "reject":
-            raise rejection_error(self.rejection, model)
+    async def _reply(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
         result = self.handler(json.loads(json.dumps(body)))
         if inspect.isawaitable(result):
             result = await result
         return _as_completion(result, model)
-
-    async def complete_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        return await self._produce(body, headers)
 
     async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None

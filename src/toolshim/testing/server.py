@@ -43,7 +43,7 @@ import orjson
 from aiohttp import web
 
 from toolshim.errors import ToolshimError, UpstreamStatusError
-from toolshim.testing import REJECTION_MESSAGES, Reply, rejection_error, stream_chunks
+from toolshim.testing import REJECTION_MESSAGES, Reply, rejection_error, requested_chunks
 from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 from toolshim.wire.openai_chat import error_body
 
@@ -149,10 +149,7 @@ class ScriptedUpstream(ChatCompletionsUpstream):
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         completion = await self._completion(body, headers)
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        for i, chunk in enumerate(stream_chunks(completion, piece=self.script.piece)):
-            if "usage" in chunk and not chunk.get("choices") and not usage_wanted:
-                continue
+        for i, chunk in enumerate(requested_chunks(completion, body, piece=self.script.piece)):
             if i and self.script.chunk_delay:
                 await asyncio.sleep(self.script.chunk_delay)
             yield chunk

@@ -6,7 +6,8 @@ in the prompt) and what it really answered (before any parsing), like seed 002's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
@@ -46,14 +47,8 @@ class TracingUpstream(WrappedUpstream):
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> Completion:
         body = request_body(request)
-        if self.on_request:
-            self.on_request(body)
-        try:
+        with self._watching(body):
             reply = await self.inner.complete(request, headers=headers)
-        except UpstreamError as exc:
-            if self.on_error:
-                self.on_error(body, exc)
-            raise
         if self.on_reply:
             self.on_reply(body, completion_to_dict(reply))
         return reply
@@ -62,19 +57,26 @@ class TracingUpstream(WrappedUpstream):
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[StreamChunk]:
         body = request_body(request, stream=True)
-        if self.on_request:
-            self.on_request(body)
         chunks: list[StreamChunk] = []
-        try:
+        with self._watching(body):
             async for chunk in self.inner.stream(request, headers=headers):
                 chunks.append(chunk)
                 yield chunk
+        if self.on_reply:
+            self.on_reply(body, reassemble(chunks))
+
+    @contextmanager
+    def _watching(self, body: dict[str, Any]) -> Iterator[None]:
+        """Call ``on_request`` with ``body``, then ``on_error`` if the block raises an
+        :class:`~toolshim.errors.UpstreamError` (raised on)."""
+        if self.on_request:
+            self.on_request(body)
+        try:
+            yield
         except UpstreamError as exc:
             if self.on_error:
                 self.on_error(body, exc)
             raise
-        if self.on_reply:
-            self.on_reply(body, reassemble(chunks))
 
 
 def reassemble(chunks: list[StreamChunk]) -> dict[str, Any]:

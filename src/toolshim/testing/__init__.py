@@ -21,6 +21,7 @@ each protocol's shape (:mod:`~toolshim.testing.tools`).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import math
@@ -58,6 +59,7 @@ __all__ = [
     "WEATHER_ANTHROPIC",
     "WEATHER_FUNCTION",
     "WEATHER_RESPONSES",
+    "CompletionUpstream",
     "FakeUpstream",
     "FakeUpstreamProcess",
     "FunctionUpstream",
@@ -213,7 +215,36 @@ def requested_chunks(
     ]
 
 
-class FakeUpstream(ChatCompletionsUpstream):
+class CompletionUpstream(ChatCompletionsUpstream):
+    """A fake chat-completions server that answers each request with one whole completion
+    (:meth:`_produce`), streamed as :func:`requested_chunks` paced by :meth:`_pacing`."""
+
+    async def _produce(
+        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _pacing(self) -> tuple[int, float]:
+        """The characters of text a streamed chunk carries, and the seconds between chunks."""
+        raise NotImplementedError
+
+    async def complete_body(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        return await self._produce(body, headers)
+
+    async def stream_body(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        completion = await self._produce(body, headers)
+        piece, delay = self._pacing()
+        for i, chunk in enumerate(requested_chunks(completion, body, piece=piece)):
+            if i and delay:
+                await asyncio.sleep(delay)
+            yield chunk
+
+
+class FakeUpstream(CompletionUpstream):
     """A scripted model server (see the module docstring)."""
 
     def __init__(
@@ -276,16 +307,8 @@ class FakeUpstream(ChatCompletionsUpstream):
                     )
         return completion
 
-    async def complete_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        return await self._produce(body, headers)
-
-    async def stream_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        for chunk in requested_chunks(await self._produce(body, headers), body, piece=self.piece):
-            yield chunk
+    def _pacing(self) -> tuple[int, float]:
+        return self.piece, 0.0
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {

@@ -29,6 +29,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from itertools import zip_longest
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -439,32 +440,29 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
             failure = exc
             if exc.meta is not None:
                 llm_calls = exc.meta.llm_calls
-        latency = time.perf_counter() - started
+        record = partial(
+            CaseRecord,
+            case_id=case.id,
+            category=case.category,
+            config=config.label,
+            llm_calls=llm_calls,
+            latency_s=round(time.perf_counter() - started, 3),
+        )
         if failure is not None:
-            return CaseRecord(
-                case_id=case.id,
-                category=case.category,
-                config=config.label,
+            return record(
                 valid=False,
                 well_formed=None if case.is_relevance else False,
                 called=False,
-                llm_calls=llm_calls,
-                latency_s=round(latency, 3),
                 error=f"{type(failure).__name__}: {failure.message}",
                 error_type="request_failed",
             )
         text = message.get("content")
         output = text if config.kind == "bfcl-prompt" else _fc_output(message)
         verdict = score(case, output if output is not None else "", decoder=config.decoder)
-        return CaseRecord(
-            case_id=case.id,
-            category=case.category,
-            config=config.label,
+        return record(
             valid=verdict.valid,
             well_formed=verdict.well_formed,
             called=verdict.called,
-            llm_calls=llm_calls,
-            latency_s=round(latency, 3),
             raw_output=text if isinstance(text, str) else None,
             tool_calls=list(message.get("tool_calls") or []),
             parsed_calls=verdict.decoded,

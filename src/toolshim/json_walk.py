@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["json_nodes"]
+__all__ = ["json_nodes", "json_values"]
 
 
 def json_nodes(value: Any) -> Iterator[tuple[Any, int, bool]]:
@@ -24,3 +24,17 @@ def json_nodes(value: Any) -> Iterator[tuple[Any, int, bool]]:
             continue
         yield node, depth, True
         stack.extend((child, depth + 1) for child in children)
+
+
+def json_values(value: Any) -> Iterator[str | int | float]:
+    """The strings and numbers inside ``value`` (not booleans, nulls or anything else), in the
+    order they are written."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed(node))
+        elif isinstance(node, str | int | float) and not isinstance(node, bool):
+            yield node

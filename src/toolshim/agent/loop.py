@@ -45,7 +45,7 @@ from toolshim.agent.state import Reply, RunState, Stop
 from toolshim.agent.tools import Tool
 from toolshim.capabilities.registry import Registry
 from toolshim.dialects import get_dialect
-from toolshim.engine.engine import Engine
+from toolshim.engine.engine import Engine, upstream_or_env
 from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import AgentLimitError, ConfigError, UpstreamError
 from toolshim.types import Mode
@@ -127,15 +127,12 @@ class Agent:
     ) -> tuple[Engine, bool]:
         if isinstance(upstream, Engine):
             return upstream, False
-        if upstream is None:
-            upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
-        if upstream is None:
-            raise ConfigError(
-                "the agent has no upstream: pass upstream='http://HOST:PORT/v1' (an "
-                "OpenAI-compatible server, e.g. `toolshim serve`, which prints its URL), an "
-                "Upstream or an Engine, or set TOOLSHIM_UPSTREAM",
-                param="upstream",
-            )
+        upstream = upstream_or_env(
+            upstream,
+            "the agent has no upstream: pass upstream='http://HOST:PORT/v1' (an OpenAI-compatible "
+            "server, e.g. `toolshim serve`, which prints its URL), an Upstream or an Engine, or "
+            "set TOOLSHIM_UPSTREAM",
+        )
         engine = Engine(
             upstream,
             mode=self.mode or Mode.AUTO,

@@ -6,13 +6,14 @@ in the prompt) and what it really answered (before any parsing), like seed 002's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.errors import UpstreamError
 from toolshim.types import ChatRequest, Completion, StreamChunk
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import request_body
 from toolshim.wire.openai_chat import completion_to_dict, usage_to_dict
 
@@ -23,7 +24,7 @@ ReplyHook = Callable[[Mapping[str, Any], Mapping[str, Any]], None]
 ErrorHook = Callable[[Mapping[str, Any], UpstreamError], None]
 
 
-class TracingUpstream:
+class TracingUpstream(WrappedUpstream):
     """Delegates to ``inner``; calls the hooks around every chat request (same ``key``)."""
 
     def __init__(
@@ -34,14 +35,10 @@ class TracingUpstream:
         on_reply: ReplyHook | None = None,
         on_error: ErrorHook | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.on_request = on_request
         self.on_reply = on_reply
         self.on_error = on_error
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
 
     def __repr__(self) -> str:
         return f"TracingUpstream({self.inner!r})"
@@ -50,14 +47,8 @@ class TracingUpstream:
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> Completion:
         body = request_body(request)
-        if self.on_request:
-            self.on_request(body)
-        try:
+        with self._watching(body):
             reply = await self.inner.complete(request, headers=headers)
-        except UpstreamError as exc:
-            if self.on_error:
-                self.on_error(body, exc)
-            raise
         if self.on_reply:
             self.on_reply(body, completion_to_dict(reply))
         return reply
@@ -66,25 +57,26 @@ class TracingUpstream:
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[StreamChunk]:
         body = request_body(request, stream=True)
-        if self.on_request:
-            self.on_request(body)
         chunks: list[StreamChunk] = []
-        try:
+        with self._watching(body):
             async for chunk in self.inner.stream(request, headers=headers):
                 chunks.append(chunk)
                 yield chunk
+        if self.on_reply:
+            self.on_reply(body, reassemble(chunks))
+
+    @contextmanager
+    def _watching(self, body: dict[str, Any]) -> Iterator[None]:
+        """Call ``on_request`` with ``body``, then ``on_error`` if the block raises an
+        :class:`~toolshim.errors.UpstreamError` (raised on)."""
+        if self.on_request:
+            self.on_request(body)
+        try:
+            yield
         except UpstreamError as exc:
             if self.on_error:
                 self.on_error(body, exc)
             raise
-        if self.on_reply:
-            self.on_reply(body, reassemble(chunks))
-
-    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.inner.list_models(headers=headers)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def reassemble(chunks: list[StreamChunk]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ __all__ = [
     "check",
     "emulate",
     "emulation_request",
+    "finished_calls",
     "judge",
     "refuse_several_choices",
     "stop_sequences",
@@ -193,6 +194,17 @@ def refuse_several_choices(turn: Turn) -> None:
         )
 
 
+async def finished_calls(
+    turn: Turn, calls: Sequence[ParsedCall], extra: Sequence[Message]
+) -> tuple[ParsedCall, ...]:
+    """The calls an emulated step returns, whole or streamed: ``calls`` with the further ones
+    the continued reply brings (:func:`~toolshim.engine.more_calls.more_calls`), then a file's
+    text printed instead of written made a write
+    (:func:`~toolshim.engine.next_step.written_instead`). ``extra`` are the driver's messages."""
+    body = partial(emulation_request, turn)
+    return await written_instead(turn, await more_calls(turn, calls, extra, body), extra, body)
+
+
 async def emulate(turn: Turn) -> Completion:
     """Serve the turn by emulation (the caller decided that native tools are not used): each
     reply read into an attempt, the next step from the turn's :class:`.driver.TurnDriver`."""
@@ -214,12 +226,7 @@ async def emulate(turn: Turn) -> Completion:
             case steps.Reask():
                 continue
             case steps.ReturnCalls(calls=calls):
-                calls = await more_calls(
-                    turn, calls, driver.messages, partial(emulation_request, turn)
-                )
-                calls = await written_instead(
-                    turn, calls, driver.messages, partial(emulation_request, turn)
-                )
+                calls = await finished_calls(turn, calls, driver.messages)
                 return _with_choice(completion, 0, tool_call_message(calls), "tool_calls")
             case steps.ReturnText(text=text, finish=finish):
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)

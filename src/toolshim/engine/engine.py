@@ -56,7 +56,7 @@ from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk,
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "upstream_or_env"]
 
 log = logging.getLogger("toolshim.engine")
 
@@ -106,16 +106,12 @@ class Engine:
         compact_tools: bool | None = None,
         brief_system: bool | None = None,
     ) -> None:
-        if upstream is None:
-            upstream = os.environ.get("TOOLSHIM_UPSTREAM") or None
-            if upstream is None:
-                raise ConfigError(
-                    "no upstream: pass one (an OpenAI-compatible base URL such as "
-                    "'http://127.0.0.1:11434/v1', or an Upstream) or set TOOLSHIM_UPSTREAM; for "
-                    "the embedded model, start toolshim.local.EmbeddedServer and pass its "
-                    "base_url",
-                    param="upstream",
-                )
+        upstream = upstream_or_env(
+            upstream,
+            "no upstream: pass one (an OpenAI-compatible base URL such as "
+            "'http://127.0.0.1:11434/v1', or an Upstream) or set TOOLSHIM_UPSTREAM; for the "
+            "embedded model, start toolshim.local.EmbeddedServer and pass its base_url",
+        )
         self.upstream: Upstream = (
             OpenAIUpstream(upstream, api_key=api_key) if isinstance(upstream, str) else upstream
         )
@@ -436,6 +432,15 @@ class Engine:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def upstream_or_env(upstream: str | Upstream | None, missing: str) -> str | Upstream:
+    """``upstream``, else the ``TOOLSHIM_UPSTREAM`` environment variable's URL; neither given
+    raises a :class:`~toolshim.errors.ConfigError` that says ``missing``."""
+    upstream = upstream if upstream is not None else os.environ.get("TOOLSHIM_UPSTREAM") or None
+    if upstream is None:
+        raise ConfigError(missing, param="upstream")
+    return upstream
 
 
 def _compact(setting: bool | None, tools: Sequence[ToolSpec], focused: bool) -> bool:

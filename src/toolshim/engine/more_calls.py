@@ -54,6 +54,7 @@ from toolshim.engine.checks.example_copies import NUMBER
 from toolshim.engine.checks.made_up import STEM
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
+from toolshim.json_walk import json_values
 from toolshim.types import ChatRequest, Message, Strategy, ToolCall
 
 __all__ = [
@@ -264,20 +265,11 @@ def _one_string_in_several_parameters(arguments: Mapping[str, Any]) -> bool:
 def _leaves(value: Any) -> Iterator[str | float]:
     """The scalar values inside ``value``, normalised: strings lower-cased with single spaces,
     numbers as floats; booleans and nulls are not values anyone says."""
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int | float):
-        yield float(value)
-    elif isinstance(value, str):
-        text = " ".join(value.lower().split())
-        if text:
+    for leaf in json_values(value):
+        if not isinstance(leaf, str):
+            yield float(leaf)
+        elif text := " ".join(leaf.lower().split()):
             yield text
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _leaves(item)
 
 
 def _overlaps(value: str, used: set[str | float]) -> bool:

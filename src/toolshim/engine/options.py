@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from toolshim.errors import ConfigError
 from toolshim.types import Mode, Strategy
@@ -13,22 +14,25 @@ __all__ = ["EngineOptions", "parse_mode", "parse_strategy"]
 
 
 def parse_mode(value: str | Mode) -> Mode:
-    try:
-        return Mode(str(value).strip().lower())
-    except ValueError:
-        raise ConfigError(
-            f"unknown mode {value!r}; choose one of: {', '.join(m.value for m in Mode)}",
-            param="mode",
-        ) from None
+    return _parse_choice(Mode, value, "mode")
 
 
 def parse_strategy(value: str | Strategy) -> Strategy:
+    return _parse_choice(Strategy, value, "strategy")
+
+
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _parse_choice(kind: type[_Choice], value: str | _Choice, param: str) -> _Choice:
+    """``value`` as a member of ``kind`` (case and surrounding spaces ignored); an unknown one
+    raises a :class:`ConfigError` for ``param`` listing the choices."""
     try:
-        return Strategy(str(value).strip().lower())
+        return kind(str(value).strip().lower())
     except ValueError:
         raise ConfigError(
-            f"unknown strategy {value!r}; choose one of: {', '.join(s.value for s in Strategy)}",
-            param="strategy",
+            f"unknown {param} {value!r}; choose one of: {', '.join(m.value for m in kind)}",
+            param=param,
         ) from None
 
 

@@ -39,6 +39,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.client_tools import SHELL_TOOLS
 from toolshim.engine.files_named import files_named
 from toolshim.engine.turn import Turn, call_key
+from toolshim.json_walk import json_values
 from toolshim.types import Message
 
 __all__ = ["calls_ready", "conversation_text", "skip_answered"]
@@ -93,16 +94,8 @@ def _names_files(arguments: Any) -> bool:
 
 def _strings(value: Any) -> Iterator[str]:
     """Every string in a JSON value, and every other scalar as its JSON text."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif value is not None and not isinstance(value, bool):
-        yield json.dumps(value)
+    for leaf in json_values(value):
+        yield leaf if isinstance(leaf, str) else json.dumps(leaf)
 
 
 def _is_shell(call: ParsedCall) -> bool:

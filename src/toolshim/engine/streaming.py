@@ -27,11 +27,11 @@ from toolshim.accumulate import ChoiceAccumulator
 from toolshim.engine.emulate import (
     check,
     emulation_request,
+    finished_calls,
     refuse_several_choices,
     whole_attempt,
 )
-from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
+from toolshim.engine.next_step import next_step, step_before_giving_up
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_request
 from toolshim.engine.stream_parts import (
@@ -226,12 +226,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
             case steps.Reask():
                 continue
             case steps.ReturnCalls(calls=valid):
-                valid = await more_calls(
-                    turn, valid, driver.messages, partial(emulation_request, turn)
-                )
-                valid = await written_instead(
-                    turn, valid, driver.messages, partial(emulation_request, turn)
-                )
+                valid = await finished_calls(turn, valid, driver.messages)
                 for chunk in call_chunks(valid):
                     yield chunk
                 yield StreamChunk(finish_reason="tool_calls")

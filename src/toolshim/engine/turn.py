@@ -215,14 +215,7 @@ class Turn:
 
     async def call(self, request: ChatRequest) -> Completion:
         """Send a non-streaming request upstream and read the completion."""
-        self.llm_calls += 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "→ upstream call %d (%s)\n%s",
-                self.llm_calls,
-                self.mode.value,
-                describe_request(request),
-            )
+        self._count_call("call", request)
         started = time.perf_counter()
         try:
             completion = await self.upstream.complete(request, headers=self.headers)
@@ -241,15 +234,20 @@ class Turn:
 
     def open_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Start a streaming request upstream (counted as one LLM call)."""
+        self._count_call("stream", request)
+        return self.upstream.stream(request, headers=self.headers)
+
+    def _count_call(self, kind: str, request: ChatRequest) -> None:
+        """Count one LLM call (``kind``: ``call`` or ``stream``) and log its request at DEBUG."""
         self.llm_calls += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
-                "→ upstream stream %d (%s)\n%s",
+                "→ upstream %s %d (%s)\n%s",
+                kind,
                 self.llm_calls,
                 self.mode.value,
                 describe_request(request),
             )
-        return self.upstream.stream(request, headers=self.headers)
 
 
 def with_meta(error: ToolshimError, turn: Turn) -> ToolshimError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,11 @@ from toolshim.evaluation.report import read_report, report_json, write_json
 __all__ = [
     "AGENT_REPORT_FORMAT",
     "AgentSummary",
+    "accuracy_cell",
     "agent_markdown",
+    "failures_cell",
     "load_agent_report",
+    "markdown_rows",
     "render_agent_table",
     "summarize_agent",
     "wilson",
@@ -109,11 +112,27 @@ def wilson(right: int, total: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - spread), min(1.0, centre + spread)
 
 
-def _cell(right: int, total: int) -> str:
+def accuracy_cell(right: int, total: int) -> str:
+    """``right/total (percent, Wilson interval)`` for a results table; ``–`` for none."""
     if not total:
         return "–"
     low, high = wilson(right, total)
     return f"{right}/{total} ({100 * right / total:.0f}%, {100 * low:.0f}–{100 * high:.0f})"
+
+
+def failures_cell(failures: Mapping[str, int]) -> str:
+    """``kind count, …`` for a results table; ``–`` for none."""
+    return ", ".join(f"{k} {v}" for k, v in failures.items()) or "–"
+
+
+def markdown_rows(head: Sequence[str], rows: Iterable[Sequence[str]], *, code: int) -> str:
+    """A Markdown table of ``rows`` under ``head``, column ``code`` (the configuration) as
+    code."""
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for row in rows:
+        cells = [f"`{cell}`" if i == code else cell for i, cell in enumerate(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _kinds(summaries: Sequence[AgentSummary]) -> list[str]:
@@ -125,13 +144,13 @@ def _row(s: AgentSummary, kinds: Sequence[str]) -> list[str]:
     """A configuration's cells: correct answers in all and per kind, then cost, failures."""
     return [
         s.config,
-        _cell(s.correct, s.tasks),
-        *(_cell(*s.by_kind.get(k, (0, 0))) for k in kinds),
+        accuracy_cell(s.correct, s.tasks),
+        *(accuracy_cell(*s.by_kind.get(k, (0, 0))) for k in kinds),
         f"{s.mean_turns:.1f}",
         f"{s.mean_llm_calls:.1f}",
         f"{s.mean_tokens:.0f}",
         f"{s.mean_seconds:.1f}",
-        ", ".join(f"{k} {v}" for k, v in s.failures.items()) or "–",
+        failures_cell(s.failures),
     ]
 
 
@@ -139,11 +158,7 @@ def agent_markdown(summaries: Sequence[AgentSummary]) -> str:
     """The results table as Markdown: correct final answers per kind, with 95% intervals."""
     kinds = _kinds(summaries)
     head = ["configuration", "all", *kinds, "turns", "LLM calls", "tokens", "s/task", "failures"]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for s in summaries:
-        config, *cells = _row(s, kinds)
-        lines.append("| " + " | ".join([f"`{config}`", *cells]) + " |")
-    return "\n".join(lines)
+    return markdown_rows(head, (_row(s, kinds) for s in summaries), code=0)
 
 
 def render_agent_table(summaries: Sequence[AgentSummary], console: Console, title: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from toolshim.evaluation.agent_report import wilson
+from toolshim.evaluation.agent_report import accuracy_cell, failures_cell, markdown_rows
 from toolshim.evaluation.multi_turn_runner import MultiTurnRecord
 from toolshim.evaluation.report import ALL_CATEGORIES, read_report, report_json, write_json
 
@@ -129,11 +129,10 @@ _HEAD = (
 
 
 def _row(s: MultiTurnSummary) -> list[str]:
-    low, high = wilson(s.correct, s.cases)
     return [
         s.category,
         s.config,
-        f"{s.correct}/{s.cases} ({100 * s.accuracy:.0f}%, {100 * low:.0f}–{100 * high:.0f})",
+        accuracy_cell(s.correct, s.cases),
         f"{s.mean_turns:.1f}",
         f"{s.mean_steps:.1f}",
         f"{s.mean_llm_calls:.1f}",
@@ -141,18 +140,13 @@ def _row(s: MultiTurnSummary) -> list[str]:
         f"{s.mean_prompt_tokens:.0f}",
         f"{s.mean_completion_tokens:.0f}",
         f"{s.mean_seconds:.1f}",
-        ", ".join(f"{k} {v}" for k, v in s.failures.items()) or "–",
+        failures_cell(s.failures),
     ]
 
 
 def multi_turn_markdown(summaries: Sequence[MultiTurnSummary]) -> str:
     """The results as a Markdown table: accuracy with its 95% Wilson interval, then cost."""
-    lines = ["| " + " | ".join(_HEAD) + " |", "|" + " --- |" * len(_HEAD)]
-    for s in summaries:
-        row = _row(s)
-        row[1] = f"`{row[1]}`"
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return markdown_rows(_HEAD, (_row(s) for s in summaries), code=1)
 
 
 def render_multi_turn_table(

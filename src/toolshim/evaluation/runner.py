@@ -29,6 +29,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from itertools import zip_longest
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -40,7 +41,7 @@ from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.bfcl import BfclCase, Decoder, score
 from toolshim.types import ChatRequest, Completion, StreamChunk
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import complete_chat_body
 
 __all__ = [
@@ -176,16 +177,12 @@ class CaseRecord(Record):
     completion_tokens: int | None = None
 
 
-class CountingUpstream:
+class CountingUpstream(WrappedUpstream):
     """Wraps an upstream and counts the chat requests sent through it."""
 
     def __init__(self, inner: Upstream) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.requests = 0
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
 
     async def complete(
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
@@ -199,9 +196,6 @@ class CountingUpstream:
         self.requests += 1
         async for chunk in self.inner.stream(request, headers=headers):
             yield chunk
-
-    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.inner.list_models(headers=headers)
 
     async def aclose(self) -> None:
         """Does nothing: the runner's owner closes the real upstream once, after every config."""
@@ -446,32 +440,29 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
             failure = exc
             if exc.meta is not None:
                 llm_calls = exc.meta.llm_calls
-        latency = time.perf_counter() - started
+        record = partial(
+            CaseRecord,
+            case_id=case.id,
+            category=case.category,
+            config=config.label,
+            llm_calls=llm_calls,
+            latency_s=round(time.perf_counter() - started, 3),
+        )
         if failure is not None:
-            return CaseRecord(
-                case_id=case.id,
-                category=case.category,
-                config=config.label,
+            return record(
                 valid=False,
                 well_formed=None if case.is_relevance else False,
                 called=False,
-                llm_calls=llm_calls,
-                latency_s=round(latency, 3),
                 error=f"{type(failure).__name__}: {failure.message}",
                 error_type="request_failed",
             )
         text = message.get("content")
         output = text if config.kind == "bfcl-prompt" else _fc_output(message)
         verdict = score(case, output if output is not None else "", decoder=config.decoder)
-        return CaseRecord(
-            case_id=case.id,
-            category=case.category,
-            config=config.label,
+        return record(
             valid=verdict.valid,
             well_formed=verdict.well_formed,
             called=verdict.called,
-            llm_calls=llm_calls,
-            latency_s=round(latency, 3),
             raw_output=text if isinstance(text, str) else None,
             tool_calls=list(message.get("tool_calls") or []),
             parsed_calls=verdict.decoded,

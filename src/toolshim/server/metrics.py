@@ -12,7 +12,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from toolshim.engine.turn import RESCUED_WARNING
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
-from toolshim.upstreams.base import Upstream
+from toolshim.upstreams.base import Upstream, WrappedUpstream
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ObservedUpstream", "Outcome"]
 
@@ -134,19 +134,15 @@ class Metrics:
         )
 
 
-class ObservedUpstream:
+class ObservedUpstream(WrappedUpstream):
     """Wraps an upstream to time its calls; at DEBUG it also logs a streamed reply's raw text.
 
     (The engine logs the raw text of non-streaming replies itself.)
     """
 
     def __init__(self, inner: Upstream, metrics: Metrics) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.metrics = metrics
-
-    @property
-    def key(self) -> str:
-        return self.inner.key
 
     def __repr__(self) -> str:
         return repr(self.inner)
@@ -182,12 +178,6 @@ class ObservedUpstream:
                 self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
             if debug:
                 log.debug("← raw streamed reply (%d chunks):\n%s", chunks, "".join(texts))
-
-    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.inner.list_models(headers=headers)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _delta_text(chunk: StreamChunk) -> str:

@@ -21,6 +21,7 @@ each protocol's shape (:mod:`~toolshim.testing.tools`).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import math
@@ -58,6 +59,7 @@ __all__ = [
     "WEATHER_ANTHROPIC",
     "WEATHER_FUNCTION",
     "WEATHER_RESPONSES",
+    "CompletionUpstream",
     "FakeUpstream",
     "FakeUpstreamProcess",
     "FunctionUpstream",
@@ -200,7 +202,49 @@ def stream_chunks(completion: Mapping[str, Any], *, piece: int = 7) -> list[dict
     return out
 
 
-class FakeUpstream(ChatCompletionsUpstream):
+def requested_chunks(
+    completion: Mapping[str, Any], body: Mapping[str, Any], *, piece: int = 7
+) -> list[dict[str, Any]]:
+    """:func:`stream_chunks` as a server answers the request ``body``: the usage-only chunk
+    only where it asked for it (``stream_options.include_usage``)."""
+    usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+    return [
+        chunk
+        for chunk in stream_chunks(completion, piece=piece)
+        if usage_wanted or "usage" not in chunk or chunk.get("choices")
+    ]
+
+
+class CompletionUpstream(ChatCompletionsUpstream):
+    """A fake chat-completions server that answers each request with one whole completion
+    (:meth:`_produce`), streamed as :func:`requested_chunks` paced by :meth:`_pacing`."""
+
+    async def _produce(
+        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _pacing(self) -> tuple[int, float]:
+        """The characters of text a streamed chunk carries, and the seconds between chunks."""
+        raise NotImplementedError
+
+    async def complete_body(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        return await self._produce(body, headers)
+
+    async def stream_body(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        completion = await self._produce(body, headers)
+        piece, delay = self._pacing()
+        for i, chunk in enumerate(requested_chunks(completion, body, piece=piece)):
+            if i and delay:
+                await asyncio.sleep(delay)
+            yield chunk
+
+
+class FakeUpstream(CompletionUpstream):
     """A scripted model server (see the module docstring)."""
 
     def __init__(
@@ -236,12 +280,20 @@ class FakeUpstream(ChatCompletionsUpstream):
         """How many chat requests were sent (rejected ones included)."""
         return len(self.history)
 
-    def _answer(self, body: Mapping[str, Any], headers: Mapping[str, str] | None) -> dict[str, Any]:
+    async def _produce(
+        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
+        """Record the request, reject it where tools are scripted to be rejected, else answer
+        it with :meth:`_reply`."""
         self.history.append(json.loads(json.dumps(body)))
         self.headers.append(dict(headers or {}))
         model = str(body.get("model") or self.models[0])
         if body.get("tools") and self.tools == "reject":
             raise rejection_error(self.rejection, model)
+        return await self._reply(body, model)
+
+    async def _reply(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
+        """The next scripted reply, as a completion."""
         if not self.queue:
             raise UpstreamError(f"FakeUpstream has no reply left for request #{len(self.history)}")
         completion = _as_completion(self.queue.pop(0), model)
@@ -255,20 +307,8 @@ class FakeUpstream(ChatCompletionsUpstream):
                     )
         return completion
 
-    async def complete_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        return self._answer(body, headers)
-
-    async def stream_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        completion = self._answer(body, headers)
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        for chunk in stream_chunks(completion, piece=self.piece):
-            if "usage" in chunk and not chunk.get("choices") and not usage_wanted:
-                continue
-            yield chunk
+    def _pacing(self) -> tuple[int, float]:
+        return self.piece, 0.0
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {
@@ -290,23 +330,11 @@ class FunctionUpstream(FakeUpstream):
         super().__init__(**kwargs)
         self.handler = handler
 
-    async def _produce(
-        self, body: Mapping[str, Any], headers: Mapping[str, str] | None
-    ) -> dict[str, Any]:
-        self.history.append(json.loads(json.dumps(body)))
-        self.headers.append(dict(headers or {}))
-        model = str(body.get("model") or self.models[0])
-        if body.get("tools") and self.tools == "reject":
-            raise rejection_error(self.rejection, model)
+    async def _reply(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
         result = self.handler(json.loads(json.dumps(body)))
         if inspect.isawaitable(result):
             result = await result
         return _as_completion(result, model)
-
-    async def complete_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        return await self._produce(body, headers)
 
     async def stream_body(
         self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None

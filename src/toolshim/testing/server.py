@@ -34,7 +34,7 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ import orjson
 from aiohttp import web
 
 from toolshim.errors import ToolshimError, UpstreamStatusError
-from toolshim.testing import REJECTION_MESSAGES, Reply, rejection_error, stream_chunks
+from toolshim.testing import REJECTION_MESSAGES, CompletionUpstream, Reply, rejection_error
 from toolshim.upstreams.chat_completions import ChatCompletionsUpstream
 from toolshim.wire.openai_chat import error_body
 
@@ -93,7 +93,7 @@ class Script:
         return script
 
 
-class ScriptedUpstream(ChatCompletionsUpstream):
+class ScriptedUpstream(CompletionUpstream):
     """An :class:`~toolshim.upstreams.base.Upstream` that plays a :class:`Script`."""
 
     def __init__(self, script: Script | Mapping[str, Any] | None = None) -> None:
@@ -126,7 +126,7 @@ class ScriptedUpstream(ChatCompletionsUpstream):
         self._position += 1
         return reply
 
-    async def _completion(
+    async def _produce(
         self, body: Mapping[str, Any], headers: Mapping[str, str] | None
     ) -> dict[str, Any]:
         reply = self._next(body, headers)
@@ -140,22 +140,8 @@ class ScriptedUpstream(ChatCompletionsUpstream):
             reply, model, native=self.script.tools == "native" and bool(body.get("tools"))
         )
 
-    async def complete_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        return await self._completion(body, headers)
-
-    async def stream_body(
-        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        completion = await self._completion(body, headers)
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        for i, chunk in enumerate(stream_chunks(completion, piece=self.script.piece)):
-            if "usage" in chunk and not chunk.get("choices") and not usage_wanted:
-                continue
-            if i and self.script.chunk_delay:
-                await asyncio.sleep(self.script.chunk_delay)
-            yield chunk
+    def _pacing(self) -> tuple[int, float]:
+        return self.script.piece, self.script.chunk_delay
 
     async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from toolshim.errors import (
     UpstreamConnectionError,
@@ -56,6 +56,13 @@ RETRIED_STATUSES = frozenset({502, 503})
 
 T = TypeVar("T")
 
+Deadline = Literal["connect", "read", "total"]
+_TIMEOUT_MESSAGES: dict[Deadline, str] = {
+    "connect": "could not connect to the upstream at {url} within the connect timeout of {seconds}",
+    "read": "the upstream at {url} sent nothing for {seconds} (the read timeout)",
+    "total": "the upstream at {url} did not finish within the total timeout of {seconds}",
+}
+
 
 @dataclass(frozen=True)
 class Deadlines:
@@ -69,30 +76,14 @@ class Deadlines:
         """The loop time at which a request started now must be over (None: never)."""
         return None if self.total is None else asyncio.get_running_loop().time() + self.total
 
-    def connect_error(self, url: str) -> UpstreamTimeoutError:
+    def error(self, deadline: Deadline, url: str) -> UpstreamTimeoutError:
+        """The error of a request to ``url`` that ran past ``deadline``, naming its length."""
+        seconds: float | None = getattr(self, deadline)
         return UpstreamTimeoutError(
-            f"could not connect to the upstream at {url} within the connect timeout of "
-            f"{_seconds(self.connect)}",
+            _TIMEOUT_MESSAGES[deadline].format(url=url, seconds=_seconds(seconds)),
             url=url,
-            deadline="connect",
-            seconds=self.connect,
-        )
-
-    def read_error(self, url: str) -> UpstreamTimeoutError:
-        return UpstreamTimeoutError(
-            f"the upstream at {url} sent nothing for {_seconds(self.read)} (the read timeout)",
-            url=url,
-            deadline="read",
-            seconds=self.read,
-        )
-
-    def total_error(self, url: str) -> UpstreamTimeoutError:
-        return UpstreamTimeoutError(
-            f"the upstream at {url} did not finish within the total timeout of "
-            f"{_seconds(self.total)}",
-            url=url,
-            deadline="total",
-            seconds=self.total,
+            deadline=deadline,
+            seconds=seconds,
         )
 
     @asynccontextmanager
@@ -111,7 +102,7 @@ class Deadlines:
                 yield
         except TimeoutError as exc:
             if scope.expired():
-                raise self.total_error(url) from exc
+                raise self.error("total", url) from exc
             raise
 
 

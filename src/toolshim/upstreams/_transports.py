@@ -294,9 +294,9 @@ def _mapped(
     """The upstream error for ``exc`` by its row in ``table`` (the first that matches)."""
     failure = next((failure for kinds, failure in table if isinstance(exc, kinds)), None)
     if failure is Failure.CONNECT_DEADLINE:
-        return deadlines.connect_error(url)
+        return deadlines.error("connect", url)
     if failure is Failure.READ_DEADLINE:
-        return deadlines.read_error(url)
+        return deadlines.error("read", url)
     unreachable, cut_off, broke = detail
     if failure is Failure.UNREACHABLE:
         return UpstreamConnectionError(

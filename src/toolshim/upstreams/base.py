@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from toolshim.types import ChatRequest, Completion, StreamChunk
 
-__all__ = ["Upstream"]
+__all__ = ["Upstream", "WrappedUpstream"]
 
 
 @runtime_checkable
@@ -44,3 +44,33 @@ class Upstream(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+class WrappedUpstream:
+    """An upstream that wraps another (``inner``) and passes every call on to it unchanged:
+    the base of the wrappers that time, count or trace requests, which override only what they
+    watch."""
+
+    def __init__(self, inner: Upstream) -> None:
+        self.inner = inner
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    async def complete(
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Completion:
+        return await self.inner.complete(request, headers=headers)
+
+    async def stream(
+        self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[StreamChunk]:
+        async for chunk in self.inner.stream(request, headers=headers):
+            yield chunk
+
+    async def list_models(self, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.inner.list_models(headers=headers)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -32,6 +32,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.turn import Turn
+from toolshim.json_walk import json_values
 from toolshim.types import ToolSpec
 
 __all__ = ["CHECK", "NAME", "SAID_NUMBER", "unused_number_problems"]
@@ -97,19 +98,11 @@ def _said(text: str) -> Iterator[tuple[str, tuple[float, ...]]]:
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int | float):
-        yield float(value)
-    elif isinstance(value, str):
-        for _, values in _said(value):
-            yield values[0]
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _numbers_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _numbers_in(item)
+    for leaf in json_values(value):
+        if isinstance(leaf, str):
+            yield from (values[0] for _, values in _said(leaf))
+        else:
+            yield float(leaf)
 
 
 def _same(a: float, b: float) -> bool:

@@ -19,7 +19,7 @@ engine reports that in the ``toolshim`` warnings).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolshim.errors import InvalidRequestError
@@ -197,16 +197,21 @@ def _assistant_call(message: Mapping[str, Any], index: int, call_id: str) -> dic
 def downgrade_completion(data: Mapping[str, Any]) -> dict[str, Any]:
     """A ``chat.completion`` dict in the legacy shape: the first tool call of each choice as
     ``message.function_call``, ``finish_reason`` ``"function_call"``."""
+    return _each_choice(data, _downgrade_choice)
+
+
+def _each_choice(
+    data: Mapping[str, Any], downgrade: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """``data`` with ``downgrade`` applied to each of its choices that is an object."""
     out = dict(data)
     choices = data.get("choices")
     if isinstance(choices, list):
-        out["choices"] = [_downgrade_choice(c) for c in choices]
+        out["choices"] = [downgrade(c) if isinstance(c, Mapping) else c for c in choices]
     return out
 
 
-def _downgrade_choice(choice: Any) -> Any:
-    if not isinstance(choice, Mapping):
-        return choice
+def _downgrade_choice(choice: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(choice)
     message = choice.get("message")
     called = False
@@ -238,16 +243,10 @@ def downgrade_chunk(data: Mapping[str, Any]) -> dict[str, Any]:
     """A ``chat.completion.chunk`` dict in the legacy shape: the deltas of the first call
     (index 0) as ``delta.function_call`` (name first, then argument fragments), the deltas
     of any other call dropped, ``finish_reason`` ``"tool_calls"`` as ``"function_call"``."""
-    out = dict(data)
-    choices = data.get("choices")
-    if isinstance(choices, list):
-        out["choices"] = [_downgrade_delta(c) for c in choices]
-    return out
+    return _each_choice(data, _downgrade_delta)
 
 
-def _downgrade_delta(choice: Any) -> Any:
-    if not isinstance(choice, Mapping):
-        return choice
+def _downgrade_delta(choice: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(choice)
     delta = choice.get("delta")
     if isinstance(delta, Mapping) and "tool_calls" in delta:

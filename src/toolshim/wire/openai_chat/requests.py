@@ -7,7 +7,7 @@ field toolshim does not interpret is kept in ``params`` and written back unchang
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -170,43 +170,10 @@ def _plainly_valid(data: Mapping[str, Any]) -> bool:
         for key in ("tool_call_id", "name"):
             if m.get(key) is not None and not isinstance(m[key], str):
                 return False
-        calls = m.get("tool_calls")
-        if calls is not None:
-            if not isinstance(calls, list):
-                return False
-            for call in calls:
-                function = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-                    return False
-                if call.get("id") is not None and not isinstance(call["id"], str):
-                    return False
-                if not isinstance(call.get("type", "function"), str):
-                    return False
-                if not isinstance(function.get("arguments"), str | dict | list | None):
-                    return False
-    tools = data.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
+        if not _each_if_given(m.get("tool_calls"), _plain_call):
             return False
-        for tool in tools:
-            if not isinstance(tool, dict) or not isinstance(tool.get("type", "function"), str):
-                return False
-            function = tool.get("function")
-            if function is None:
-                continue
-            if not isinstance(function, dict):
-                return False
-            name = function.get("name")
-            if not isinstance(name, str) or not name:
-                return False
-            if function.get("description") is not None and not isinstance(
-                function["description"], str
-            ):
-                return False
-            if function.get("parameters") is not None and not isinstance(
-                function["parameters"], dict
-            ):
-                return False
+    if not _each_if_given(data.get("tools"), _plain_tool):
+        return False
     choice = data.get("tool_choice")
     if choice is not None and not (
         isinstance(choice, dict) or (isinstance(choice, str) and choice in _CHOICES)
@@ -216,6 +183,38 @@ def _plainly_valid(data: Mapping[str, Any]) -> bool:
         data.get(key) is None or isinstance(data[key], bool)
         for key in ("parallel_tool_calls", "stream")
     )
+
+
+def _each_if_given(value: Any, plain: Callable[[Any], bool]) -> bool:
+    """``value`` is absent (None), or a list whose every item is ``plain``."""
+    return value is None or (isinstance(value, list) and all(plain(item) for item in value))
+
+
+def _plain_call(call: Any) -> bool:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return False
+    if call.get("id") is not None and not isinstance(call["id"], str):
+        return False
+    if not isinstance(call.get("type", "function"), str):
+        return False
+    return isinstance(function.get("arguments"), str | dict | list | None)
+
+
+def _plain_tool(tool: Any) -> bool:
+    if not isinstance(tool, dict) or not isinstance(tool.get("type", "function"), str):
+        return False
+    function = tool.get("function")
+    if function is None:
+        return True
+    if not isinstance(function, dict):
+        return False
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return False
+    if function.get("description") is not None and not isinstance(function["description"], str):
+        return False
+    return function.get("parameters") is None or isinstance(function["parameters"], dict)
 
 
 def _list_of_dicts(value: Any) -> bool:

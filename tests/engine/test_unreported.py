@@ -56,6 +56,7 @@ def test_unrecovered_errors_are_those_no_later_call_mended() -> None:
         ("The ticker ZZZZ isn't recognized.", True),
         ("Sorry, I could not get the weather.", True),
         ("Looking it up failed.", True),
+        ("Paris is clear; the refusal said not today.", True),  # an MCP tool's refusal
     ],
 )
 def test_an_answer_tells_of_a_failure_in_its_own_words(answer: str, told: bool) -> None:

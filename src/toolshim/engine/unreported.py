@@ -25,8 +25,9 @@ __all__ = ["ACKNOWLEDGED", "UNREPORTED_WARNING", "reports_failure", "unrecovered
 
 ACKNOWLEDGED = re.compile(
     r"\b(errors?|fail\w*|unable|could\s*n[o']?t|can\s*n[o']?t|cannot|unknown|invalid|"
-    r"unsupported|unavailable|unrecogni[sz]ed|sorry|unfortunately|problem|issue|missing|denied|"
-    r"refused|no\s+(\w+\s+){0,2}(such|data|record|results?|information|user|contact|order|"
+    r"unsupported|unavailable|unrecogni[sz]ed|sorry|unfortunately|problem|issue|missing|"
+    r"den(y|ied|ial)|refus\w*|reject\w*|declin\w*|forbidden|unauthori[sz]ed|blocked|"
+    r"timed\s+out|time-?out|not\s+allowed|disallowed|no\s+permission|exceed\w*|no\s+(\w+\s+){0,2}(such|data|record|results?|information|user|contact|order|"
     r"match\w*|entry|account)|(have|has|had|there\s+(is|are|was|were))\s+no)\b"
     r"|(\bnot|n't)\s+(found|available|supported|known|exist\w*|possible|recogni[sz]ed|valid|work)",
     re.IGNORECASE,

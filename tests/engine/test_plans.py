@@ -404,3 +404,50 @@ async def test_the_value_a_failed_step_lacked_is_written_for_the_model(
         assert made == [("get_weather", {"city": "Cairo"})]
     else:
         assert made == []  # it wrote `")]`: a call with an empty city, not a new call
+
+
+FILE_TOOLS = [
+    function_tool("mv", source="string", destination="string"),
+    function_tool("grep", file_name="string", pattern="string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "continued", "expected"),
+    [
+        (
+            'You can use the following command:\n\n```sh\ngrep "budget" report.txt\n```',
+            'report.txt", pattern="budget")]',
+            ("grep", {"file_name": "report.txt", "pattern": "budget"}),
+        ),
+        (
+            "[mv report.txt archive]",
+            'report.txt", destination="archive")]',
+            ("mv", {"source": "report.txt", "destination": "archive"}),
+        ),
+    ],
+    ids=["fenced-command", "bracketed-line"],
+)
+async def test_a_command_the_answer_writes_for_an_offered_tool_is_opened_as_its_call(
+    answer: str, continued: str, expected: tuple[str, Any]
+) -> None:
+    """BFCL's file system, the 1.5B: commands in a fenced block, or a bracketed pseudo-call,
+    where grep and mv were its tools."""
+    seen: list[dict[str, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        return last["content"] + continued if last["role"] == "assistant" else answer
+
+    engine = engine_for(FunctionUpstream(reply))
+    question = "Move report.txt into archive, then grep report.txt for budget."
+    body = {
+        "model": "small",
+        "tools": FILE_TOOLS,
+        "messages": [{"role": "user", "content": question}],
+    }
+    completion = await engine.acomplete(body)
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert seen[1]["messages"][-1]["content"].startswith(f"[{expected[0]}(")
+    assert made == [expected]

@@ -227,24 +227,30 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     last message: asked for the weather "where I'm going" (Tokyo, said a turn before), the
     1.5B answered "To get the weather for Tokyo, you can call the `get_weather` function with
     the city name "Tokyo"." Named as code (```get_weather``, ``get_weather(``) or as what to
-    call or use. Not in a coding agent's turn (its answers name its tools to explain)."""
+    call or use; or, for any name however short, as the command of a fenced block or of a
+    bracketed line the answer opens with: on BFCL's file system the 1.5B answered "you can use
+    the following command: ```sh grep -A 100 "budget analysis" final_report.pdf```" and
+    ``[mv log.txt archive]`` where ``grep`` and ``mv`` were its tools. The first named wins.
+    Not in a coding agent's turn (its answers name its tools to explain)."""
     if turn.one_step or not answer or not _can_open(turn):
         return None
     messages = turn.request.messages
     start = request_index(messages)
     called = {c.name for m in messages[(start or 0) + 1 :] for c in m.tool_calls}
+    found: list[tuple[int, str]] = []
     for tool in turn.request.function_tools:
-        name = re.escape(tool.name)
-        if tool.name in called or len(tool.name) < 3:
+        if tool.name in called:
             continue
-        named = re.search(
-            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b",
-            answer,
-            re.IGNORECASE,
+        name = re.escape(tool.name)
+        command = rf"```[\w-]*[ \t]*\n\s*(?:\$\s*)?{name}\b|\A\s*\[\s*{name}\s"
+        spoken = (
+            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b"
         )
+        pattern = command if len(tool.name) < 3 else f"{command}|{spoken}"
+        named = re.search(pattern, answer, re.IGNORECASE)
         if named:
-            return tool.name
-    return None
+            found.append((named.start(), tool.name))
+    return min(found)[1] if found else None
 
 
 def planned_opening(turn: Turn, answer: str = "") -> tuple[str, str] | None:

@@ -229,15 +229,20 @@ def test_a_failed_step_is_left_when_a_later_result_may_give_its_input(
     assert failed_steps(calls_and_results(*steps, results=results)) == left
 
 
-def weather_model(continued: str, seen: list[dict[str, Any]]) -> Any:
+def continuing(answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
+    """A llama.cpp-like model: ``answer``, or, handed an assistant message to continue, that
+    message followed by ``continued``."""
+
     def reply(body: dict[str, Any]) -> str:
         seen.append(body)
         last = body["messages"][-1]
-        if last["role"] == "assistant":
-            return last["content"] + continued
-        return "The capital of Egypt is Cairo."
+        return last["content"] + continued if last["role"] == "assistant" else answer
 
     return reply
+
+
+def weather_model(continued: str, seen: list[dict[str, Any]]) -> Any:
+    return continuing("The capital of Egypt is Cairo.", continued, seen)
 
 
 WEATHER_TOOLS = [
@@ -352,12 +357,7 @@ async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_ca
 ) -> None:
     seen: list[dict[str, Any]] = []
 
-    def reply(body: dict[str, Any]) -> str:
-        seen.append(body)
-        last = body["messages"][-1]
-        return last["content"] + continued if last["role"] == "assistant" else answer
-
-    engine = engine_for(FunctionUpstream(reply))
+    engine = engine_for(FunctionUpstream(continuing(answer, continued, seen)))
     body = {
         "model": "small",
         "tools": TOOLS,
@@ -435,12 +435,7 @@ async def test_a_command_the_answer_writes_for_an_offered_tool_is_opened_as_its_
     where grep and mv were its tools."""
     seen: list[dict[str, Any]] = []
 
-    def reply(body: dict[str, Any]) -> str:
-        seen.append(body)
-        last = body["messages"][-1]
-        return last["content"] + continued if last["role"] == "assistant" else answer
-
-    engine = engine_for(FunctionUpstream(reply))
+    engine = engine_for(FunctionUpstream(continuing(answer, continued, seen)))
     question = "Move report.txt into archive, then grep report.txt for budget."
     body = {
         "model": "small",

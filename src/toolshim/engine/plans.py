@@ -227,11 +227,11 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     last message: asked for the weather "where I'm going" (Tokyo, said a turn before), the
     1.5B answered "To get the weather for Tokyo, you can call the `get_weather` function with
     the city name "Tokyo"." Named as code (```get_weather``, ``get_weather(``) or as what to
-    call or use; or, for any name however short, as the command of a fenced block or of a
-    bracketed line the answer opens with: on BFCL's file system the 1.5B answered "you can use
-    the following command: ```sh grep -A 100 "budget analysis" final_report.pdf```" and
-    ``[mv log.txt archive]`` where ``grep`` and ``mv`` were its tools. The first named wins.
-    Not in a coding agent's turn (its answers name its tools to explain)."""
+    call or use; the first named wins. Not in a coding agent's turn (its answers name its
+    tools to explain). Tried and not kept: a fenced block's command or a bracketed line
+    naming a tool (BFCL's file system, ```sh grep …```, ``[mv log.txt archive]``): the 1.5B
+    then made the calls, which failed for want of a ``cd`` (0/5 multi-turn cases either way,
+    2.4 LLM calls a turn against 2.1; docs/results.md)."""
     if turn.one_step or not answer or not _can_open(turn):
         return None
     messages = turn.request.messages
@@ -239,15 +239,14 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     called = {c.name for m in messages[(start or 0) + 1 :] for c in m.tool_calls}
     found: list[tuple[int, str]] = []
     for tool in turn.request.function_tools:
-        if tool.name in called:
+        if tool.name in called or len(tool.name) < 3:
             continue
         name = re.escape(tool.name)
-        command = rf"```[\w-]*[ \t]*\n\s*(?:\$\s*)?{name}\b|\A\s*\[\s*{name}\s"
-        spoken = (
-            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b"
+        named = re.search(
+            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b",
+            answer,
+            re.IGNORECASE,
         )
-        pattern = command if len(tool.name) < 3 else f"{command}|{spoken}"
-        named = re.search(pattern, answer, re.IGNORECASE)
         if named:
             found.append((named.start(), tool.name))
     return min(found)[1] if found else None

@@ -18,7 +18,7 @@ from toolshim.engine.focus import (
     parse_offer_tools,
     schema_size,
 )
-from toolshim.testing import FunctionUpstream
+from toolshim.testing import FunctionUpstream, prefilling
 from toolshim.types import ToolSpec
 
 LONG = (
@@ -447,20 +447,6 @@ async def test_a_coding_agents_step_is_not_reasked_for_the_numbers_of_its_enviro
     completion = await engine.acomplete(body)
     assert [c.name for c in completion.message.tool_calls] == ["Read"]
     assert completion.meta.reasks == 0 and len(upstream.history) == 1
-
-
-def prefilling(answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
-    """A llama.cpp-like model: the answer, or, handed an assistant message to continue, that
-    message followed by ``continued``."""
-
-    def reply(body: dict[str, Any]) -> str:
-        seen.append(body)
-        last = body["messages"][-1]
-        if last["role"] == "assistant":
-            return last["content"] + continued
-        return answer
-
-    return reply
 
 
 def coding_engine(upstream: FunctionUpstream, dialect: str = "pythonic") -> Engine:

@@ -13,7 +13,7 @@ from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.plans import PlanMemory, failed_steps
-from toolshim.testing import FunctionUpstream
+from toolshim.testing import FunctionUpstream, prefilling
 from toolshim.testing.tools import function_tool
 from toolshim.types import Message, ToolCall
 
@@ -229,20 +229,8 @@ def test_a_failed_step_is_left_when_a_later_result_may_give_its_input(
     assert failed_steps(calls_and_results(*steps, results=results)) == left
 
 
-def continuing(answer: str, continued: str, seen: list[dict[str, Any]]) -> Any:
-    """A llama.cpp-like model: ``answer``, or, handed an assistant message to continue, that
-    message followed by ``continued``."""
-
-    def reply(body: dict[str, Any]) -> str:
-        seen.append(body)
-        last = body["messages"][-1]
-        return last["content"] + continued if last["role"] == "assistant" else answer
-
-    return reply
-
-
 def weather_model(continued: str, seen: list[dict[str, Any]]) -> Any:
-    return continuing("The capital of Egypt is Cairo.", continued, seen)
+    return prefilling("The capital of Egypt is Cairo.", continued, seen)
 
 
 WEATHER_TOOLS = [
@@ -357,7 +345,7 @@ async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_ca
 ) -> None:
     seen: list[dict[str, Any]] = []
 
-    engine = engine_for(FunctionUpstream(continuing(answer, continued, seen)))
+    engine = engine_for(FunctionUpstream(prefilling(answer, continued, seen)))
     body = {
         "model": "small",
         "tools": TOOLS,

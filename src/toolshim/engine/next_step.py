@@ -41,6 +41,7 @@ from toolshim.engine.next_file import (
     writing_opening,
 )
 from toolshim.engine.plans import (
+    can_open,
     described_tool,
     planned_opening,
     planned_warning,
@@ -144,14 +145,7 @@ def action_left(turn: Turn) -> bool:
 
 def tries_next_step(turn: Turn) -> bool:
     """Whether a text answer of this turn is handed back opened as a call (the docstring)."""
-    return (
-        turn.one_step
-        and turn.prefill
-        and not turn.constrained
-        and turn.request.choice.kind == "auto"
-        and turn.dialect.call_opening() is not None
-        and action_left(turn)
-    )
+    return turn.one_step and can_open(turn) and action_left(turn)
 
 
 async def next_step(

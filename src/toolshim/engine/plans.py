@@ -41,12 +41,14 @@ from typing import Any
 from toolshim.dialects.base import OPEN_HERE
 from toolshim.engine.files_named import request_index
 from toolshim.engine.history import is_error_result
+from toolshim.engine.outcomes import call_outcomes
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
 
 __all__ = [
     "MAX_PLANS",
     "PlanMemory",
+    "can_open",
     "chained_value",
     "described_tool",
     "failed_steps",
@@ -128,25 +130,14 @@ class PlanMemory:
 def failed_steps(messages: Sequence[Message]) -> tuple[str, ...]:
     """The tools whose call failed since the user's last message and that are left to call
     again with what a later result gave (see the module docstring)."""
-    start = request_index(messages)
-    if start is None:
-        return ()
-    made: dict[str, tuple[int, str]] = {}  # call id: (message position, tool)
-    outcomes: list[tuple[int, str, bool]] = []  # (position of the call, tool, it worked)
-    for i in range(start + 1, len(messages)):
-        message = messages[i]
-        for call in message.tool_calls:
-            made[call.id] = (i, call.name)
-        if message.role == "tool" and message.tool_call_id in made:
-            position, name = made[message.tool_call_id]
-            outcomes.append((position, name, not is_error_result(message.text)))
+    outcomes = call_outcomes(messages)
     left: list[str] = []
-    for position, name, worked in outcomes:
-        if worked or name in left:
+    for failed in outcomes:
+        if failed.worked or failed.name in left:
             continue
-        later = [(p, n) for p, n, ok in outcomes if ok and p >= position]
-        if later and not any(n == name for _, n in later):
-            left.append(name)
+        later = [o.name for o in outcomes if o.worked and o.position >= failed.position]
+        if later and failed.name not in later:
+            left.append(failed.name)
     return tuple(left)
 
 
@@ -157,38 +148,22 @@ def chained_value(messages: Sequence[Message], name: str, parameter: str) -> str
     exactly one string it was not given (``"Cairo"``). Handed ``{"city": "`` to go on from,
     the 0.5B wrote "Egypt" again each time; the value is written for it, and it closes the
     call (or changes it). None when that is not so."""
-    start = request_index(messages)
-    if start is None:
+    outcomes = call_outcomes(messages)
+    failed = next((o for o in reversed(outcomes) if o.name == name), None)
+    if failed is None or not isinstance(failed.arguments, dict):
         return None
-    calls: dict[str, tuple[int, Any]] = {}
-    failed_at: int | None = None
-    failed_value: Any = None
-    for i in range(start + 1, len(messages)):
-        message = messages[i]
-        for call in message.tool_calls:
-            try:
-                calls[call.id] = (i, json.loads(call.arguments or "{}"))
-            except ValueError:
-                continue
-            if call.name == name:
-                failed_at, failed_value = i, calls[call.id][1]
-    if failed_at is None or not isinstance(failed_value, dict):
-        return None
-    value = failed_value.get(parameter)
+    value = failed.arguments.get(parameter)
     if not isinstance(value, str) or not value:
         return None
     found: set[str] = set()
-    for message in messages[start + 1 :]:
-        if message.role != "tool" or message.tool_call_id not in calls:
+    for lookup in outcomes:
+        if lookup.position < failed.position or not lookup.worked:
             continue
-        position, arguments = calls[message.tool_call_id]
-        if position < failed_at or is_error_result(message.text):
-            continue
-        given = arguments.values() if isinstance(arguments, dict) else ()
+        given = lookup.arguments.values() if isinstance(lookup.arguments, dict) else ()
         if value not in given:
             continue
         try:
-            result = json.loads(message.text)
+            result = json.loads(lookup.result)
         except ValueError:
             continue
         leaves = result.values() if isinstance(result, dict) else ()
@@ -207,7 +182,7 @@ def steps_left(
     return tuple(dict.fromkeys((*memory.pending(messages), *failed)))
 
 
-def _can_open(turn: Turn) -> bool:
+def can_open(turn: Turn) -> bool:
     """The upstream continues an assistant message and the turn lets an answer be a call."""
     return (
         turn.prefill
@@ -219,7 +194,7 @@ def _can_open(turn: Turn) -> bool:
 
 def tries_planned_step(turn: Turn) -> bool:
     """Whether a text answer of this turn is handed back opened as its planned step."""
-    return bool(turn.planned) and _can_open(turn)
+    return bool(turn.planned) and can_open(turn)
 
 
 def described_tool(turn: Turn, answer: str) -> str | None:
@@ -232,7 +207,7 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     naming a tool (BFCL's file system, ```sh grep …```, ``[mv log.txt archive]``): the 1.5B
     then made the calls, which failed for want of a ``cd`` (0/5 multi-turn cases either way,
     2.4 LLM calls a turn against 2.1; docs/results.md)."""
-    if turn.one_step or not answer or not _can_open(turn):
+    if turn.one_step or not answer or not can_open(turn):
         return None
     messages = turn.request.messages
     start = request_index(messages)

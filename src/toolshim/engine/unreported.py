@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from toolshim.engine.files_named import request_index
-from toolshim.engine.history import is_error_result
+from toolshim.engine.outcomes import call_outcomes
 from toolshim.types import Message
 
 __all__ = ["ACKNOWLEDGED", "UNREPORTED_WARNING", "reports_failure", "unrecovered_errors"]
@@ -43,22 +42,12 @@ UNREPORTED_WARNING = (
 def unrecovered_errors(messages: Sequence[Message]) -> tuple[str, ...]:
     """The results since the user's last message of calls that failed, of tools no later call
     made work."""
-    start = request_index(messages)
-    if start is None:
-        return ()
-    names: dict[str, str] = {}
-    outcomes: list[tuple[str, str, bool]] = []  # (tool, result, it worked)
-    for message in messages[start + 1 :]:
-        for call in message.tool_calls:
-            names[call.id] = call.name
-        if message.role in ("tool", "function") and message.tool_call_id in names:
-            name = names[message.tool_call_id]
-            outcomes.append((name, message.text, not is_error_result(message.text)))
-    failed = []
-    for i, (name, text, worked) in enumerate(outcomes):
-        if not worked and not any(n == name and ok for n, _, ok in outcomes[i + 1 :]):
-            failed.append(text)
-    return tuple(failed)
+    outcomes = call_outcomes(messages)
+    return tuple(
+        o.result
+        for i, o in enumerate(outcomes)
+        if not o.worked and not any(n.name == o.name and n.worked for n in outcomes[i + 1 :])
+    )
 
 
 def reports_failure(answer: str) -> bool:

@@ -70,6 +70,7 @@ __all__ = [
     "call",
     "free_port",
     "opening_logprobs",
+    "prefilling",
     "read_sse",
     "rejection_error",
     "start_fake_upstream",
@@ -144,6 +145,19 @@ class Reply:
                 "total_tokens": prompt + completion_tokens,
             },
         }
+
+
+def prefilling(answer: str, continued: str, seen: list[dict[str, Any]]) -> Handler:
+    """A :class:`FunctionUpstream` handler that answers like llama.cpp: ``answer``, or, handed
+    an assistant message to continue, that message followed by ``continued``; each body it is
+    sent is appended to ``seen``."""
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        last = body["messages"][-1]
+        return last["content"] + continued if last["role"] == "assistant" else answer
+
+    return reply
 
 
 def opening_logprobs(token: str, alternatives: Mapping[str, float]) -> list[dict[str, Any]]:

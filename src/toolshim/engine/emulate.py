@@ -32,7 +32,7 @@ from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.validate import Verdict
 from toolshim.errors import InvalidRequestError
-from toolshim.types import ChatRequest, Completion, Message, ToolCall
+from toolshim.types import ChatRequest, Completion, Message, ToolCall, ToolSpec
 
 __all__ = [
     "check",
@@ -60,11 +60,19 @@ def emulation_request(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        shown = condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
-        text = rendered_tools(turn.dialect, defused_tools(shown), turn.prompt_options)
+        text = rendered_tools(turn.dialect, defused_tools(_shown(turn, tools)), turn.prompt_options)
     said = defused_results(request.messages)  # a result cannot close or open the prompt's tags
     if text is None and turn.results_in:
-        history = fold_results(said, turn.dialect)  # an answer from the results
+        # An answer from the results. A coding agent's prompt keeps its tools in it (the
+        # note says to answer without a call): its turn's earlier requests began the same
+        # way, so llama.cpp's cache serves all but the note; without them, the 0.5B's last
+        # request of a Codex task was processed afresh from its 900th character.
+        kept = (
+            rendered_tools(turn.dialect, defused_tools(_shown(turn, tools)), turn.prompt_options)
+            if turn.one_step and request.wants_tools and tools
+            else None
+        )
+        history = fold_results(said, turn.dialect, kept, agent=turn.one_step, answer=True)
     else:
         history = rewrite_history(said, turn.dialect, text, agent=turn.one_step)
     messages = (*history, *extra)
@@ -91,6 +99,11 @@ def emulation_request(
             if response_format is not None:
                 params["response_format"] = dict(response_format)
     return replace(request, messages=messages, stream=stream, params=params).without_tools()
+
+
+def _shown(turn: Turn, tools: Sequence[ToolSpec]) -> Sequence[ToolSpec]:
+    """The tools as the prompt describes them (condensed for a small model)."""
+    return condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
 
 
 STEP_MAX_TOKENS = 1024

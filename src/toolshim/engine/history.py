@@ -211,11 +211,15 @@ def fold_results(
     instructions: str | None = None,
     *,
     agent: bool = False,
+    answer: bool = False,
 ) -> tuple[Message, ...]:
     """The history with the calls made since the last question and their results folded into
     that question's turn, closed by what to do now: answer with them, or (with tool
-    ``instructions``) call something else (see the module docstring). A history without such
-    results is :func:`rewrite_history`'s."""
+    ``instructions``) call something else (see the module docstring). ``answer``: the
+    ``instructions`` stay in the system prompt but the note asks for the answer without a
+    call (the prompt then starts as the turn's earlier requests did, so the upstream's
+    cache serves all but the note). A history without such results is
+    :func:`rewrite_history`'s."""
     index, question = _question(messages)
     after = messages[index + 1 :] if index >= 0 else messages
     if not any(m.role in _RESULT_ROLES for m in after):
@@ -238,7 +242,7 @@ def fold_results(
     untouched = untouched_since_request(messages) if agent else []
     lines.append(
         results_note(asked, errors, agent=agent, untouched=untouched)
-        if instructions
+        if instructions and not answer
         else _closing_without_tools(asked, errors, len(results))
     )
     before = messages[:index] if index > 0 else ()

@@ -44,10 +44,14 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
             "answered from the results without tools"
         )
         return []
-    if not turn.one_step and not any(is_error_result(result) for _, result in repeated):
+    worked = not any(is_error_result(result) for _, result in repeated)
+    if worked and (not turn.one_step or _just_made(turn, [call for call, _ in repeated])):
         # Told so, the 0.5B wrote the same call again in 56 of its 100 agent tasks: the
         # re-ask cost a request and changed nothing. The answer is asked for from the results
-        # at once (a step still left is opened first: :mod:`toolshim.engine.plans`).
+        # at once (a step still left is opened first: :mod:`toolshim.engine.plans`). A coding
+        # agent's repeat is answered so only when it is the call just made (the 0.5B wrote
+        # Codex's here-document again after it ran, in every task): a test run again after
+        # an edit is a repeat that can be meant.
         turn.answer_now = True
         turn.warn(
             "the model repeated a call whose result it already had; answered from the "
@@ -82,6 +86,15 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
                 + (f", for example: {read}" if read else "")
             )
     return problems
+
+
+def _just_made(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
+    """Whether ``calls`` are all among the calls of the last assistant message that made any."""
+    for message in reversed(turn.request.messages):
+        if message.role == "assistant" and message.tool_calls:
+            last = {call_key(c.name, c.arguments) for c in message.tool_calls}
+            return all(call_key(c.name, c.arguments_json) in last for c in calls)
+    return False
 
 
 def _run(reply: CheckedReply) -> Outcome:

@@ -1,0 +1,103 @@
+"""A coding agent's answer from its results: asked at once when the model writes the call it
+just made again, and in a prompt that starts as the turn's earlier requests did (the tools
+stay described), so that llama.cpp's cache serves all of it but the closing note."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolshim.capabilities import Registry
+from toolshim.engine import Engine
+from toolshim.testing import FunctionUpstream
+
+SHELL = {
+    "type": "function",
+    "function": {
+        "name": "exec_command",
+        "parameters": {
+            "type": "object",
+            "properties": {"cmd": {"type": "string"}},
+            "required": ["cmd"],
+        },
+    },
+}
+PLAN = {"type": "function", "function": {"name": "update_plan", "parameters": {}}}
+ASK = "Primary working directory: /w\nWhat is the first line of notes.txt? Tell me."
+
+
+def ran(*commands: tuple[str, str]) -> list[dict[str, Any]]:
+    """The messages of commands that ran, each with its output."""
+    out: list[dict[str, Any]] = []
+    for n, (command, output) in enumerate(commands):
+        call = {"name": "exec_command", "arguments": json.dumps({"cmd": command})}
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{n}", "type": "function", "function": call}],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"c{n}", "content": output})
+    return out
+
+
+def codex_request(*commands: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "model": "small",
+        "messages": [{"role": "user", "content": ASK}, *ran(*commands)],
+        "tools": [SHELL, PLAN],
+    }
+
+
+def engine_for(replies: list[str], seen: list[dict[str, Any]]) -> Engine:
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        return replies[min(len(seen), len(replies)) - 1]
+
+    return Engine(
+        FunctionUpstream(model),
+        mode="force",
+        dialect="pythonic",
+        registry=Registry(),
+        offer_tools="coding",
+    )
+
+
+async def test_the_call_just_made_written_again_is_answered_at_once_from_a_cached_prompt() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="head -n 1 notes.txt")]'
+    engine = engine_for([again, "The first line is: hello there"], seen)
+    completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
+    assert completion.message.text == "The first line is: hello there"
+    assert not completion.message.tool_calls
+    assert len(seen) == 2  # no re-ask between the repeat and the answer
+    first, answer = (body["messages"] for body in seen)
+    assert [m["role"] for m in first] == [m["role"] for m in answer] == ["system", "user"]
+    assert answer[0] == first[0]  # the tools are still described: the same system prompt
+    asked, results = first[-1]["content"], answer[-1]["content"]
+    shared = len(asked) - len(asked.split("Use these results.")[-1]) - len("Use these results.")
+    assert results[:shared] == asked[:shared]  # the question and the results, as before
+    assert "hello there" in results[:shared]
+    assert results.endswith("Do not call a tool.")
+
+
+async def test_a_call_written_again_that_was_not_the_last_one_is_re_asked() -> None:
+    seen: list[dict[str, Any]] = []
+    earlier = '[exec_command(cmd="head -n 1 notes.txt")]'
+    engine = engine_for([earlier, "The first line is: hello there"], seen)
+    completion = await engine.acomplete(
+        codex_request(("head -n 1 notes.txt", "hello there\n"), ("wc -l notes.txt", "3 notes.txt"))
+    )
+    assert completion.message.text == "The first line is: hello there"
+    reask = seen[1]["messages"][-1]["content"]
+    assert "you already called exec_command" in reask  # told, not answered for
+
+
+async def test_an_answer_that_writes_a_call_anyway_is_returned_as_its_prose() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="head -n 1 notes.txt")]'
+    engine = engine_for([again, f"It says hello there.\n{again}"], seen)
+    completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
+    assert completion.message.text == "It says hello there."
+    assert not completion.message.tool_calls

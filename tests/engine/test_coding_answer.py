@@ -101,3 +101,13 @@ async def test_an_answer_that_writes_a_call_anyway_is_returned_as_its_prose() ->
     completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
     assert completion.message.text == "It says hello there."
     assert not completion.message.tool_calls
+
+
+async def test_the_call_just_made_written_again_with_a_fix_still_to_make_is_re_asked() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="cat calc.py")]'
+    engine = engine_for([again, "The bug is in add."], seen)
+    request = codex_request(("cat calc.py", "def add(a, b):\n    return a - b\n"))
+    request["messages"][0]["content"] = "Primary working directory: /w\nFix the bug in calc.py."
+    await engine.acomplete(request)
+    assert "you already called exec_command" in seen[1]["messages"][-1]["content"]

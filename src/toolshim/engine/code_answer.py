@@ -4,7 +4,7 @@ model in a coding agent describes instead of taking.
 Asked to fix ``greet.py``, the 1.5B read it, then answered "Here's the corrected code:" and
 the whole fixed file in a fenced block, where the next step was a call that writes it; opened
 as a call, it started its plan over. When a coding agent's turn asked for a change and no call
-has made one (:func:`~toolshim.engine.next_step.action_left`), an answer with one such block
+has made one (:func:`~toolshim.engine.asked.action_left`), an answer with one such block
 becomes a call of the agent's own tool: its file-writing tool (``Write(file_path, content)``)
 or, with none, its shell tool running ``cat > FILE <<'EOF'`` (Codex's ``exec_command``).
 

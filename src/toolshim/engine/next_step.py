@@ -24,11 +24,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.asked import (
+    CHANGE_ASKED,
+    RUN_ASKED,
+    SHELL_TOOLS,
+    WRITING_TOOLS,
+    action_left,
+    command_ran,
+    request_text,
+)
 from toolshim.engine.checks.made_up import made_up_calls
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
-from toolshim.engine.history import is_error_result
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_file import (
@@ -63,13 +71,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CHANGE_ASKED = re.compile(
-    r"\b(write|writes|create|save|put|store|fix|change|edit|update|append|add|insert|replace|"
-    r"bump|rename|delete|remove|make)\b",
-    re.IGNORECASE,
-)
-"""Words of a request that asks for a change to files (not only for an answer)."""
-
 COMPUTE_ASKED = re.compile(
     r"\b(count|how many|sum|total|average|mean|number of (lines|words|files|rows)|compute|"
     r"calculate)\b",
@@ -78,69 +79,8 @@ COMPUTE_ASKED = re.compile(
 """Words of a request whose answer a command computes (opened as the shell's call)."""
 
 
-def _command_ran(turn: Turn) -> bool:
-    """A shell call has been made since the request and did not fail (the count it asked for
-    is in a result: the 1.5B ran ``grep -c``, then, opened as a command again, ran it again)."""
-    messages = turn.request.messages
-    index = request_index(messages)
-    after = messages[(-1 if index is None else index) + 1 :]
-    # A command that failed computed nothing (the 1.5B's unbalanced ``echo $(awk …`` was
-    # refused; taken as run, the sum was opened as a write and it wrote 14 for 50).
-    failed = {m.tool_call_id for m in after if m.role == "tool" and is_error_result(m.text)}
-    return any(
-        c.name.lower() in _SHELL_TOOLS and c.id not in failed for m in after for c in m.tool_calls
-    )
-
-
-def _request_text(turn: Turn) -> str:
-    for message in reversed(turn.request.messages):
-        if message.role == "user" and message.text.strip():
-            return untagged(message.text)
-    return ""
-
-
-_WRITING_TOOLS = frozenset(
-    {"write", "edit", "multiedit", "notebookedit", "apply_patch", "write_file", "edit_file"}
-)
-_SHELL_TOOLS = frozenset(
-    {"bash", "shell", "exec_command", "run_command", "run_shell_command", "local_shell"}
-)
-_CHANGING_COMMAND = re.compile(
-    r"(?<![0-9&])>{1,2}(?!&)|\btee\b|\bsed\s+-i|\bperl\s+-pi|\bmv\b|\bcp\b|\brm\b|\bmkdir\b|"
-    r"\btouch\b|\bpatch\b|\bgit\s+(apply|commit|checkout)\b|\bpython3?\s+-c\b.*\bopen\("
-)
 _MAX_TOKENS = 1024
 """A step may write a file's whole content."""
-
-
-def _changes(name: str, arguments: str) -> bool:
-    """Whether a call changes files: a writing tool, or a shell command that writes."""
-    lowered = name.lower()
-    if lowered in _WRITING_TOOLS:
-        return True
-    return lowered in _SHELL_TOOLS and bool(_CHANGING_COMMAND.search(arguments))
-
-
-RUN_ASKED = re.compile(r"\b(run|execute)\b", re.IGNORECASE)
-"""Words of a request that asks for a command to be run: asked to run compute.py and say what
-it prints, the 1.5B read it and answered with a number of its own (2175 for 35350)."""
-
-
-def action_left(turn: Turn) -> bool:
-    """The user's last request asks for a change and no call since it has made one, or asks
-    for a command to be run and none has."""
-    messages = turn.request.messages
-    index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    if index is None:
-        return False
-    text = untagged(messages[index].text)
-    if RUN_ASKED.search(text) and not _command_ran(turn):
-        return True
-    if not CHANGE_ASKED.search(text):
-        return False
-    return not any(
-        _changes(c.name, c.arguments) for m in messages[index + 1 :] for c in m.tool_calls
-    )
 
 
 def tries_next_step(turn: Turn) -> bool:
@@ -191,9 +131,9 @@ async def next_step(
             return call
     tools = turn.request.function_tools
     # One tool offered (Codex's exec_command): opened as its call, not as Python to write.
-    shell = next((t.name for t in tools if t.name.lower() in _SHELL_TOOLS), None)
-    asked = _request_text(turn)
-    if (COMPUTE_ASKED.search(asked) or RUN_ASKED.search(asked)) and not _command_ran(turn):
+    shell = next((t.name for t in tools if t.name.lower() in SHELL_TOOLS), None)
+    asked = request_text(turn)
+    if (COMPUTE_ASKED.search(asked) or RUN_ASKED.search(asked)) and not command_ran(turn):
         # A count or a sum is a command's to make: asked to write it, the 1.5B wrote 16 for
         # data.txt's 17 lines and 1 for app.log's 3 errors.
         opened = command_opening(turn.request, turn.dialect) if shell else None
@@ -318,7 +258,7 @@ _PRINTING = re.compile(r"\A\s*(?:echo|printf)\b[^>|]*\Z")
 
 
 def _prints_only(calls: Sequence[ParsedCall]) -> bool:
-    if len(calls) != 1 or calls[0].name.lower() not in _SHELL_TOOLS:
+    if len(calls) != 1 or calls[0].name.lower() not in SHELL_TOOLS:
         return False
     arguments = calls[0].arguments
     if not isinstance(arguments, dict):
@@ -336,10 +276,10 @@ def _guessed_count(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
     its 17 lines with ``Write(content=str(15))``."""
     if not (turn.one_step and len(calls) == 1 and tries_next_step(turn)):
         return False
-    if not COMPUTE_ASKED.search(_request_text(turn)) or _command_ran(turn):
+    if not COMPUTE_ASKED.search(request_text(turn)) or command_ran(turn):
         return False
     call = calls[0]
-    if call.name.lower() not in _WRITING_TOOLS or not isinstance(call.arguments, dict):
+    if call.name.lower() not in WRITING_TOOLS or not isinstance(call.arguments, dict):
         return False
     # Any number: a read's line numbers (``15\trecord 15``) hold every small count.
     return any(isinstance(v, str) and _NUMBER.search(v) for v in call.arguments.values())

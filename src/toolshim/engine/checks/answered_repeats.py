@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.asked import action_left
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.files_named import untouched_since_request
 from toolshim.engine.history import is_error_result
@@ -45,13 +46,14 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
         )
         return []
     worked = not any(is_error_result(result) for _, result in repeated)
-    if worked and (not turn.one_step or _just_made(turn, [call for call, _ in repeated])):
+    if worked and (not turn.one_step or _nothing_left(turn, [call for call, _ in repeated])):
         # Told so, the 0.5B wrote the same call again in 56 of its 100 agent tasks: the
         # re-ask cost a request and changed nothing. The answer is asked for from the results
         # at once (a step still left is opened first: :mod:`toolshim.engine.plans`). A coding
-        # agent's repeat is answered so only when it is the call just made (the 0.5B wrote
-        # Codex's here-document again after it ran, in every task): a test run again after
-        # an edit is a repeat that can be meant.
+        # agent's repeat is answered so only when it is the call just made and nothing is
+        # left (the 0.5B wrote Codex's here-document again after it ran, in every task): a
+        # test run again after an edit can be meant, and told of its repeat with a fix still
+        # to make or a named file untouched, the 0.5B went on to read calc.py and edit it.
         turn.answer_now = True
         turn.warn(
             "the model repeated a call whose result it already had; answered from the "
@@ -88,8 +90,11 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     return problems
 
 
-def _just_made(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
-    """Whether ``calls`` are all among the calls of the last assistant message that made any."""
+def _nothing_left(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
+    """Whether ``calls`` are all among the calls of the last assistant message that made any,
+    the request names no file left unused, and the change or run it asks for has been made."""
+    if untouched_since_request(turn.request.messages) or action_left(turn):
+        return False
     for message in reversed(turn.request.messages):
         if message.role == "assistant" and message.tool_calls:
             last = {call_key(c.name, c.arguments) for c in message.tool_calls}

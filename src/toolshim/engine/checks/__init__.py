@@ -12,6 +12,7 @@ checks run in this order, each on the calls the ones before it left::
     schema                 NC names, JSON Schema, tool_choice and limits (re-asks)
     quoted                    a call copied from a tool result (re-asks)
     placeholders            C a required parameter filled with a placeholder (re-asks)
+    file_syntax               a file written whole that its kind cannot read (re-asks once)
     example_copies            the prompt's own example call (re-asks)
     answered_repeats          a call whose result is in (re-asks once; then answer now)
     made_up                   values nobody gave (held back, or re-asks once)
@@ -41,6 +42,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks import (
     answered_repeats,
     example_copies,
+    file_syntax,
     first_step,
     made_up,
     paths,
@@ -67,6 +69,7 @@ CHECKS: tuple[Check, ...] = (
     schema.CHECK,
     quoted.CHECK,
     placeholders.CHECK,
+    file_syntax.CHECK,
     example_copies.CHECK,
     answered_repeats.CHECK,
     made_up.CHECK,

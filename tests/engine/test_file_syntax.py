@@ -1,0 +1,101 @@
+"""A file written whole whose content its kind cannot read (Python, JSON) is re-asked once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolshim.capabilities import Registry
+from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine import Engine
+from toolshim.engine.checks.file_syntax import unreadable, written_file
+from toolshim.testing import FunctionUpstream
+
+
+def call(name: str, arguments: dict[str, Any]) -> ParsedCall:
+    return ParsedCall(name, arguments, json.dumps(arguments))
+
+
+@pytest.mark.parametrize(
+    ("made", "written"),
+    [
+        (call("Write", {"file_path": "/w/a.py", "content": "x = 1\n"}), ("/w/a.py", "x = 1\n")),
+        (
+            call("exec_command", {"cmd": "cat > hello.py <<'EOF'\nprint('hi')\nEOF"}),
+            ("hello.py", "print('hi')"),
+        ),
+        (
+            call("Bash", {"command": 'cat > "my file.json" << END\n{"a": 1}\nEND\n'}),
+            ("my file.json", '{"a": 1}'),
+        ),
+        (call("exec_command", {"cmd": "cat hello.py"}), None),
+        (call("exec_command", {"cmd": "cat > a.py <<'EOF'\nx = 1\nEOF\npython3 a.py"}), None),
+        (call("Read", {"file_path": "/w/a.py"}), None),
+        (call("Write", {"file_path": "/w/a.py"}), None),
+    ],
+)
+def test_what_a_call_writes_whole(made: ParsedCall, written: tuple[str, str] | None) -> None:
+    assert written_file(made) == written
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "readable"),
+    [
+        ("hello.py", 'print("Hello, World!")\n', True),
+        ("hello.py", "Hello, World!", False),
+        ("hello.py", "def f(:\n    pass", False),
+        ("HELLO.PY", "import os\nos.remove('x')\n", True),  # compiled, never run
+        ("data.json", '{"name": "tiny-widget"}', True),
+        ("data.json", "{name: tiny-widget}", False),
+        ("notes.txt", "anything at all {", True),
+        ("app.js", "Hello, World!", True),  # a kind toolshim does not read
+    ],
+)
+def test_a_file_of_a_kind_read_without_running_it(path: str, content: str, readable: bool) -> None:
+    assert (unreadable(path, content) is None) is readable
+
+
+SHELL = {
+    "type": "function",
+    "function": {
+        "name": "exec_command",
+        "parameters": {
+            "type": "object",
+            "properties": {"cmd": {"type": "string"}},
+            "required": ["cmd"],
+        },
+    },
+}
+ASK = "Create hello.py, a Python program that prints Hello, World!"
+TEXT = "[exec_command(cmd=\"cat > hello.py <<'EOF'\\nHello, World!\\nEOF\")]"
+PROGRAM = "[exec_command(cmd=\"cat > hello.py <<'EOF'\\nprint('Hello, World!')\\nEOF\")]"
+
+
+async def served(replies: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        return replies[min(len(seen), len(replies)) - 1]
+
+    engine = Engine(FunctionUpstream(model), mode="force", dialect="pythonic", registry=Registry())
+    completion = await engine.acomplete(
+        {"model": "m", "messages": [{"role": "user", "content": ASK}], "tools": [SHELL]}
+    )
+    (made,) = completion.message.tool_calls
+    return json.loads(made.arguments)["cmd"], seen
+
+
+async def test_text_written_into_a_python_file_is_re_asked_once_with_why() -> None:
+    command, seen = await served([TEXT, PROGRAM])
+    assert command == "cat > hello.py <<'EOF'\nprint('Hello, World!')\nEOF"
+    correction = seen[1]["messages"][-1]["content"]
+    assert "hello.py is not valid Python (invalid syntax, line 1)" in correction
+
+
+async def test_a_second_unreadable_file_stands() -> None:
+    command, seen = await served([TEXT, TEXT])
+    assert command == "cat > hello.py <<'EOF'\nHello, World!\nEOF"
+    assert len(seen) == 2

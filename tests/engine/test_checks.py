@@ -40,6 +40,8 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "schema",
         "quoted",
         "placeholders",
+        "file_syntax",
+        "number_content",
         "example_copies",
         "answered_repeats",
         "made_up",

@@ -111,3 +111,19 @@ async def test_the_call_just_made_written_again_with_a_fix_still_to_make_is_re_a
     request["messages"][0]["content"] = "Primary working directory: /w\nFix the bug in calc.py."
     await engine.acomplete(request)
     assert "you already called exec_command" in seen[1]["messages"][-1]["content"]
+
+
+async def test_the_call_just_made_written_again_after_a_pipeline_wrote_a_file_looks_at_it() -> None:
+    seen: list[dict[str, Any]] = []
+    command = "wc -l data.txt > count.txt"
+    engine = engine_for([f'[exec_command(cmd="{command}")]', "Done."], seen)
+    request = codex_request((command, "Process exited with code 0\nOutput:\n"))
+    request["messages"][0]["content"] = (
+        "Primary working directory: /w\nCount the lines in data.txt and write the number "
+        "into a new file count.txt."
+    )
+    completion = await engine.acomplete(request)
+    (look,) = completion.message.tool_calls
+    assert "count.txt" in json.loads(look.arguments)["cmd"]
+    assert len(seen) == 1
+    assert any("sent a look at that file" in w for w in completion.meta.warnings)

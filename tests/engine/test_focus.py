@@ -505,7 +505,7 @@ async def test_the_answer_stands_when_the_opened_call_repeats_a_result_or_nothin
 
 
 def test_a_change_counts_as_made_by_a_writing_tool_or_a_writing_command() -> None:
-    from toolshim.engine.next_step import _changes
+    from toolshim.engine.asked import changes as _changes
 
     assert _changes("Write", "{}") and _changes("Edit", "{}")
     assert _changes("Bash", '{"command": "echo 17 > count.txt"}')

@@ -206,6 +206,11 @@ class TurnDriver:
 
     def feed(self, attempt: Attempt) -> Step:
         if attempt.answer_now:
+            if self.look and not self.confirmed:
+                # The 0.5B wrote ``wc -l data.txt > count.txt`` again after it ran: the file
+                # it wrote is looked at before the answer, as after any answer.
+                self.confirmed = True
+                return ReturnCalls(self.look, LOOK_WARNING)
             return AnswerWithoutTools()
         if attempt.unsure is not None and (attempt.calls or attempt.problems):
             return AnswerWithoutTools(unsure_warning(attempt.unsure))

@@ -13,6 +13,7 @@ checks run in this order, each on the calls the ones before it left::
     quoted                    a call copied from a tool result (re-asks)
     placeholders            C a required parameter filled with a placeholder (re-asks)
     file_syntax               a file written whole that its kind cannot read (re-asks once)
+    number_content            a file asked to hold a number, written with more (re-asks once)
     example_copies            the prompt's own example call (re-asks)
     answered_repeats          a call whose result is in (re-asks once; then answer now)
     made_up                   values nobody gave (held back, or re-asks once)
@@ -45,6 +46,7 @@ from toolshim.engine.checks import (
     file_syntax,
     first_step,
     made_up,
+    number_content,
     paths,
     placeholders,
     quoted,
@@ -70,6 +72,7 @@ CHECKS: tuple[Check, ...] = (
     quoted.CHECK,
     placeholders.CHECK,
     file_syntax.CHECK,
+    number_content.CHECK,
     example_copies.CHECK,
     answered_repeats.CHECK,
     made_up.CHECK,

@@ -1,4 +1,5 @@
-"""A file written whole whose content its kind cannot read (Python, JSON) is re-asked once."""
+"""A file written whole that its kind cannot read (Python, JSON), or that the request asks to
+hold a number and holds more, is re-asked once."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from toolshim.capabilities import Registry
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import Engine
 from toolshim.engine.checks.file_syntax import unreadable, written_file
+from toolshim.engine.checks.number_content import number_asked
 from toolshim.testing import FunctionUpstream
 
 
@@ -99,3 +101,84 @@ async def test_a_second_unreadable_file_stands() -> None:
     command, seen = await served([TEXT, TEXT])
     assert command == "cat > hello.py <<'EOF'\nHello, World!\nEOF"
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize(
+    ("request_text", "asked"),
+    [
+        (
+            "Count the lines in data.txt and write the number into a new file count.txt.",
+            {"count.txt": "number"},
+        ),
+        ("numbers.txt has one number per line. Write their sum into sum.txt.", {"sum.txt": "sum"}),
+        ("Write the number of lines of data.txt into out/count.txt", {"count.txt": "number"}),
+        ("Save the line count of notes.md to lines.txt.", {"lines.txt": "count"}),
+        ("Read config.ini and write the port into port.txt", {}),
+    ],
+)
+def test_the_files_a_request_asks_to_hold_a_number(
+    request_text: str, asked: dict[str, str]
+) -> None:
+    assert number_asked(request_text) == asked
+
+
+COUNT = "Primary working directory: /w\nCount the lines in data.txt and write the number into count.txt."
+WC = ("wc -l data.txt", "17 data.txt\n")
+
+
+async def coding_turn(ask: str, replies: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    """A Codex-like turn (a tool left out makes it a coding agent's) after ``wc -l`` ran."""
+    seen: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> str:
+        seen.append(body)
+        return replies[min(len(seen), len(replies)) - 1]
+
+    plan = {"type": "function", "function": {"name": "update_plan", "parameters": {}}}
+    ran = {"name": "exec_command", "arguments": json.dumps({"cmd": WC[0]})}
+    engine = Engine(
+        FunctionUpstream(model),
+        mode="force",
+        dialect="pythonic",
+        registry=Registry(),
+        offer_tools="coding",
+    )
+    completion = await engine.acomplete(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": ask},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "type": "function", "function": ran}],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": WC[1]},
+            ],
+            "tools": [SHELL, plan],
+        }
+    )
+    (made,) = completion.message.tool_calls
+    return json.loads(made.arguments)["cmd"], seen
+
+
+def write(content: str) -> str:
+    return f"[exec_command(cmd=\"cat > count.txt <<'EOF'\\n{content}\\nEOF\")]"
+
+
+async def test_a_number_asked_for_written_with_more_is_re_asked_once() -> None:
+    command, seen = await coding_turn(COUNT, [write("17 data.txt"), write("17")])
+    assert command == "cat > count.txt <<'EOF'\n17\nEOF"
+    correction = seen[1]["messages"][-1]["content"]
+    assert "the number alone in count.txt, and '17 data.txt' is not one number" in correction
+
+
+async def test_a_number_written_alone_is_not_re_asked() -> None:
+    command, seen = await coding_turn(COUNT, [write("17")])
+    assert command == "cat > count.txt <<'EOF'\n17\nEOF" and len(seen) == 1
+
+
+async def test_a_file_not_asked_to_hold_a_number_is_not_re_asked() -> None:
+    ask = "Primary working directory: /w\nWrite the output of wc -l data.txt into count.txt."
+    command, seen = await coding_turn(ask, [write("17 data.txt")])
+    assert command == "cat > count.txt <<'EOF'\n17 data.txt\nEOF" and len(seen) == 1

@@ -329,8 +329,7 @@ def load_cases(
     limit: int | None = None,
     seed: int | None = 0,
 ) -> list[BfclCase]:
-    """BFCL's cases for ``categories``: ``limit`` per category, a seeded sample in file order
-    (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    """BFCL's cases for ``categories``, ``limit`` of each as :func:`sampled_entries` picks them."""
     sample = sampled_entries(
         dict.fromkeys(canonical_category(c) for c in categories),
         limit,
@@ -361,9 +360,9 @@ def sampled_entries(
     **load_options: bool,
 ) -> list[tuple[str, dict[str, Any], Any]]:
     """(category, BFCL entry, its possible answer) for ``limit`` entries of each category, a
-    seeded sample in file order (``seed=None``: the first ``limit``); the answer is None in
-    categories not ``graded`` (nothing to compare with). ConfigError for a limit under 1 and
-    for a graded entry without an answer."""
+    seeded sample in file order (``seed=None``: the first ``limit``), the same entries for the
+    same arguments; the answer is None in categories not ``graded`` (nothing to compare
+    with). ConfigError for a limit under 1 and for a graded entry without an answer."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}", param="limit")
     b = load_bfcl()

@@ -177,8 +177,8 @@ def load_multi_turn_cases(
     limit: int | None = None,
     seed: int | None = 0,
 ) -> list[MultiTurnCase]:
-    """BFCL's multi-turn cases: ``limit`` per category, a seeded sample in file order
-    (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    """BFCL's multi-turn cases, ``limit`` of each category as
+    :func:`~toolshim.evaluation.bfcl.sampled_entries` picks them."""
     sample = sampled_entries(canonical_multi_turn(categories), limit, seed)
     load_multi_turn()
     return [

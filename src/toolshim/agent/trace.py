@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
@@ -24,21 +25,15 @@ ReplyHook = Callable[[Mapping[str, Any], Mapping[str, Any]], None]
 ErrorHook = Callable[[Mapping[str, Any], UpstreamError], None]
 
 
+@dataclass(eq=False, repr=False)
 class TracingUpstream(WrappedUpstream):
     """Delegates to ``inner``; calls the hooks around every chat request (same ``key``)."""
 
-    def __init__(
-        self,
-        inner: Upstream,
-        *,
-        on_request: RequestHook | None = None,
-        on_reply: ReplyHook | None = None,
-        on_error: ErrorHook | None = None,
-    ) -> None:
-        super().__init__(inner)
-        self.on_request = on_request
-        self.on_reply = on_reply
-        self.on_error = on_error
+    inner: Upstream
+    _: KW_ONLY
+    on_request: RequestHook | None = None
+    on_reply: ReplyHook | None = None
+    on_error: ErrorHook | None = None
 
     def __repr__(self) -> str:
         return f"TracingUpstream({self.inner!r})"

@@ -39,7 +39,7 @@ from toolshim.cli._eval_setup import (
 )
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.pick import engine_settings
-from toolshim.evaluation.runner import EvalConfig, SuiteRunner
+from toolshim.evaluation.runner import EvalConfig, SuiteRunner, SuiteSettings
 from toolshim.upstreams.openai_http import DEFAULT_TIMEOUT, OpenAIUpstream
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "on_served",
     "resumed",
     "run_pending",
+    "runner_settings",
 ]
 
 T = TypeVar("T")
@@ -102,6 +103,13 @@ class Served(NamedTuple):
     model: str | None
     described: dict[str, Any]
     facts: Callable[[Registry], object] | None
+
+
+def runner_settings(options: Options, served: Served) -> SuiteSettings:
+    """What every suite's runner takes from the options and the upstream served."""
+    return SuiteSettings(
+        temperature=options.temperature, max_reasks=options.max_reasks, served_facts=served.facts
+    )
 
 
 @contextlib.contextmanager

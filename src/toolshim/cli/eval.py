@@ -290,45 +290,6 @@ def register(app: typer.Typer) -> None:
                     one_suite=one_suite,
                 )
 
-        if suite.strip().lower() == "coding":
-            from toolshim.cli.eval_coding import run_coding_suite
-
-            routes = ["toolshim"] + [
-                b.strip().lower() for b in _split(baseline) if b.strip().lower() != "none"
-            ]
-            if baseline is None:
-                routes.append("native")
-            coding_output = (
-                output if output != DEFAULT_OUTPUT else Path("toolshim-coding-eval.json")
-            )
-            serve_options: dict[str, Any] = {"max_reasks": max_reasks}
-            for name, values in (("mode", mode), ("dialect", dialect), ("strategy", strategy)):
-                if values:
-                    serve_options[name] = _split(values)[0]
-            try:
-                run_coding_suite(
-                    upstream=upstream,
-                    model_file=model_file,
-                    local_model=local_model,
-                    ctx_size=ctx_size,
-                    threads=threads,
-                    clients=_split(client),
-                    routes=list(dict.fromkeys(routes)),
-                    task_ids=_split(task),
-                    limit=limit or 0,
-                    budget=budget or 900.0,
-                    max_turns=max_turns or 12,
-                    output=coding_output,
-                    resume=resume,
-                    report_only=report_only,
-                    markdown=markdown,
-                    keep=keep,
-                    serve_options=serve_options,
-                )
-            except ToolshimError as exc:
-                err_console.print(Text.assemble(("error: ", "red"), exc.message))
-                raise typer.Exit(2) from exc
-            return
         options = SuiteOptions(
             upstream=upstream,
             model=model,
@@ -353,6 +314,36 @@ def register(app: typer.Typer) -> None:
             report_only=report_only,
             markdown=markdown,
         )
+        if suite.strip().lower() == "coding":
+            from toolshim.cli.eval_coding import run_coding_suite
+
+            routes = ["toolshim"] + [
+                b.strip().lower() for b in _split(baseline) if b.strip().lower() != "none"
+            ]
+            if baseline is None:
+                routes.append("native")
+            coding_output = (
+                output if output != DEFAULT_OUTPUT else Path("toolshim-coding-eval.json")
+            )
+            serve_options: dict[str, Any] = {"max_reasks": max_reasks}
+            for name, values in (("mode", mode), ("dialect", dialect), ("strategy", strategy)):
+                if values:
+                    serve_options[name] = _split(values)[0]
+            try:
+                run_coding_suite(
+                    dataclasses.replace(options, output=coding_output),
+                    clients=_split(client),
+                    routes=list(dict.fromkeys(routes)),
+                    task_ids=_split(task),
+                    budget=budget or 900.0,
+                    max_turns=max_turns or 12,
+                    keep=keep,
+                    serve_options=serve_options,
+                )
+            except ToolshimError as exc:
+                err_console.print(Text.assemble(("error: ", "red"), exc.message))
+                raise typer.Exit(2) from exc
+            return
         if suite.strip().lower() == "agent":
             from toolshim.cli.eval_agent import run_agent_suite
 

@@ -44,11 +44,9 @@ async def evaluate_agent(
             upstream,
             model_name,
             configs,
-            temperature=options.temperature,
             max_turns=max_turns,
             budget=budget,
-            max_reasks=options.max_reasks,
-            served_facts=served.facts,
+            **suite.runner_settings(options, served),
         )
         meta = suite.meta(
             served,

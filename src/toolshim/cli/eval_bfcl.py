@@ -53,10 +53,8 @@ async def _evaluate(
             upstream,
             model_name,
             configs,
-            temperature=options.temperature,
             max_tokens=max_tokens,
-            max_reasks=options.max_reasks,
-            served_facts=served.facts,
+            **suite.runner_settings(options, served),
         )
         meta = suite.meta(
             served,

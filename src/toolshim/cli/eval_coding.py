@@ -16,6 +16,7 @@ from rich.table import Table
 
 from toolshim.capabilities.registry import Registry
 from toolshim.cli._eval_setup import err_console, machine, sigterm_as_interrupt, upstream_for_eval
+from toolshim.cli._eval_suite import Options
 from toolshim.errors import ConfigError
 from toolshim.evaluation.coding_clients import get_client
 from toolshim.evaluation.coding_runner import (
@@ -35,38 +36,34 @@ ROUTES = ("toolshim", "native")
 
 
 def run_coding_suite(
+    options: Options,
     *,
-    upstream: str | None,
-    model_file: Path | None,
-    local_model: str | None,
-    ctx_size: int | None,
-    threads: int | None,
     clients: list[str],
     routes: list[str],
     task_ids: list[str],
-    limit: int,
     budget: float,
     max_turns: int,
-    output: Path,
-    resume: bool,
-    report_only: bool,
-    markdown: bool,
     keep: Path | None,
     serve_options: dict[str, Any],
 ) -> None:
-    """Run the suite and write the report at ``output`` (see the module docstring)."""
+    """Run the suite on the upstream of ``options`` (its ``limit`` tasks, 0: all) and write the
+    report at its ``output`` (see the module docstring)."""
     chosen = [get_client(c) for c in (clients or ["claude", "codex"])]
     for route in routes:
         if route not in ROUTES:
             raise ConfigError(f"unknown route {route!r}; use toolshim or native", param="baseline")
-    tasks = load_coding_tasks(task_ids or None, limit or None)
-    previous = _load(output) if (resume or report_only) and output.exists() else {}
+    tasks = load_coding_tasks(task_ids or None, options.limit or None)
+    previous = (
+        _load(options.output)
+        if (options.resume or options.report_only) and options.output.exists()
+        else {}
+    )
     records: dict[tuple[str, str, str], CodingRecord] = {
         r.key: r for r in (CodingRecord.from_dict(d) for d in previous.get("records", []))
     }
     meta: dict[str, Any] = dict(previous.get("meta") or {})
-    if report_only:
-        _show(list(records.values()), markdown)
+    if options.report_only:
+        _show(list(records.values()), options.markdown)
         return
     todo = [
         (client, route, task)
@@ -77,13 +74,13 @@ def run_coding_suite(
     ]
     if not todo:
         err_console.print("Nothing to run: every task is in the report already (--resume).")
-        _show(list(records.values()), markdown)
+        _show(list(records.values()), options.markdown)
         return
     for client in chosen:
         err_console.print(f"[dim]{client.package}@{client.version}: {client.install()}[/]")
     from toolshim.cli.serve import EMBEDDED_OFFER
 
-    if upstream is None:  # as `toolshim serve` serves the embedded model
+    if options.upstream is None:  # as `toolshim serve` serves the embedded model
         serve_options = {"offer_tools": EMBEDDED_OFFER, **serve_options}
 
     with ExitStack() as stack:
@@ -91,9 +88,15 @@ def run_coding_suite(
         if keep is not None:
             _log_to(keep / "toolshim.log", stack)
         base_url, model, described, record_facts = stack.enter_context(
-            upstream_for_eval(upstream, model_file, local_model, ctx_size, threads)
+            upstream_for_eval(
+                options.upstream,
+                options.model_file,
+                options.local_model,
+                options.ctx_size,
+                options.threads,
+            )
         )
-        context = described.get("ctx_size", ctx_size)
+        context = described.get("ctx_size", options.ctx_size)
         root = base_url.rstrip("/").removesuffix("/v1")
         back = Recorder(root, transcript=keep / "upstream.jsonl" if keep is not None else None)
         back_server = stack.enter_context(serve_app(back.app()))
@@ -150,10 +153,10 @@ def run_coding_suite(
                 record = runner.run(task)
                 records[record.key] = record
                 err_console.print(_line(record), highlight=False)
-                _save(output, meta, list(records.values()))
+                _save(options.output, meta, list(records.values()))
         except KeyboardInterrupt:
             err_console.print("\ninterrupted: the report holds what finished (--resume goes on)")
-    _show(list(records.values()), markdown)
+    _show(list(records.values()), options.markdown)
 
 
 def _proxy(

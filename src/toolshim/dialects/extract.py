@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
@@ -83,7 +83,18 @@ from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merg
 from toolshim.errors import ConfigError
 from toolshim.types import ToolSpec
 
-__all__ = ["MARKUPS", "ParsedCall", "ParsedReply", "ReplyParser", "Segment", "parse_reply"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "MARKUPS",
+    "ParsedCall",
+    "ParsedReply",
+    "ParserOptions",
+    "ReplyParser",
+    "Segment",
+    "parse_reply",
+]
 
 _BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "[/TOOL_CALL]")
 _TRIGGER = re.compile(r"[{\[<`]")
@@ -466,26 +477,22 @@ class ReplyParser:
         return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
 
+class ParserOptions(TypedDict, total=False):
+    """The keyword options of :class:`ReplyParser`, which :func:`parse_reply` passes on."""
+
+    bare_calls: bool
+    python_unknown: bool
+    empty_list_declines: bool
+    budget: RepairBudget | None
+    markup: str | None
+
+
 def parse_reply(
-    text: str,
-    tools: Sequence[ToolSpec] | ToolIndex,
-    *,
-    bare_calls: bool = True,
-    python_unknown: bool = False,
-    empty_list_declines: bool = False,
-    budget: RepairBudget | None = None,
-    markup: str | None = None,
+    text: str, tools: Sequence[ToolSpec] | ToolIndex, **options: Unpack[ParserOptions]
 ) -> ParsedReply:
-    """Parse a whole reply in one final pass (property tests check that this equals feeding
-    it piece by piece and finishing)."""
-    parser = ReplyParser(
-        tools,
-        bare_calls=bare_calls,
-        python_unknown=python_unknown,
-        empty_list_declines=empty_list_declines,
-        budget=budget,
-        markup=markup,
-    )
+    """Parse a whole reply in one final pass, with :class:`ReplyParser`'s ``options``
+    (property tests check that this equals feeding it piece by piece and finishing)."""
+    parser = ReplyParser(tools, **options)
     return ParsedReply(tuple(merge_segments(parser.finish(text))))
 
 

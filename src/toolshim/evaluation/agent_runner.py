@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolshim.capabilities.registry import Registry
 from toolshim.engine.turn import call_key
 from toolshim.errors import ConfigError, ToolshimError
 from toolshim.evaluation.agent_tasks import AgentTask
 from toolshim.evaluation.agent_tools import TOOLS, run_tool
-from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner
+from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner, SuiteSettings
 from toolshim.upstreams.base import Upstream
-from toolshim.upstreams.chat_completions import complete_chat_body
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["FAILURE_KINDS", "NATIVE_MAX_TOKENS", "AgentRecord", "AgentRunner"]
 
@@ -81,11 +82,9 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
         model: str,
         configs: Iterable[EvalConfig],
         *,
-        temperature: float = 0.0,
         max_turns: int = 6,
         budget: float = 300.0,
-        max_reasks: int = 2,
-        served_facts: Callable[[Registry], object] | None = None,
+        **settings: Unpack[SuiteSettings],
     ) -> None:
         configs = list(configs)
         for config in configs:
@@ -95,8 +94,7 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
                     "use native or MODE[:DIALECT[:STRATEGY]]",
                     param="config",
                 )
-        super().__init__(upstream, model, configs, max_reasks, served_facts)
-        self.temperature = temperature
+        super().__init__(upstream, model, configs, settings)
         self.max_turns = max_turns
         self.budget = budget
 
@@ -182,36 +180,7 @@ class AgentRunner(SuiteRunner[AgentTask, AgentRecord]):
         }
         if config.kind != "toolshim":
             body["max_tokens"] = NATIVE_MAX_TOKENS
-            run.llm_calls += 1
-            reply = await complete_chat_body(self.upstream, body)
-            usage = reply.get("usage") or {}
-            run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            run.completion_tokens += int(usage.get("completion_tokens") or 0)
-            choice = (reply.get("choices") or [{}])[0]
-            return dict(choice.get("message") or {}), choice.get("finish_reason")
-        try:
-            completion = await self.engines[config].acomplete(body)
-        except ToolshimError as exc:
-            if exc.meta is not None:
-                run.llm_calls += exc.meta.llm_calls
-            raise
-        if completion.meta is not None:
-            run.llm_calls += completion.meta.llm_calls
-        if completion.usage is not None:
-            run.prompt_tokens += completion.usage.prompt_tokens or 0
-            run.completion_tokens += completion.usage.completion_tokens or 0
-        if completion.meta is not None:
-            run.warnings.extend(w for w in completion.meta.warnings if w not in run.warnings)
-        message = completion.message
-        calls = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            }
-            for c in message.tool_calls
-        ]
-        return {"content": message.text, "tool_calls": calls}, completion.finish_reason
+        return await self.ask(config, body, run, null_content=False)
 
 
 def _failure_kind(task: AgentTask, run: _Run, max_turns: int) -> str:

@@ -23,6 +23,7 @@ under (values copied from BFCL's table, checked against it in the tests) in its 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import json
 import os
@@ -30,12 +31,15 @@ import random
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolshim.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "BFCL_VERSION",
@@ -121,6 +125,10 @@ class BfclMissingError(ConfigError):
         self.missing = missing
 
 
+_MULTI_TURN_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
+_DEFAULT_PROMPTS = "bfcl_eval.constants.default_prompts"
+
+
 @dataclass(frozen=True)
 class _Bfcl:
     """BFCL's functions and constants, imported once."""
@@ -161,6 +169,60 @@ def _standin_model_config() -> types.ModuleType:
     return module
 
 
+_PLACES = {
+    # The single-turn (AST) suite's, the fields of _Bfcl (its checker comes after the stand-in).
+    "load_dataset_entry": "bfcl_eval.utils:load_dataset_entry",
+    "load_ground_truth_entry": "bfcl_eval.utils:load_ground_truth_entry",
+    "add_language_hint": "bfcl_eval.utils:add_language_specific_hint_to_function_doc",
+    "convert_to_tool": "bfcl_eval.model_handler.utils:convert_to_tool",
+    "gorilla_to_openapi": "bfcl_eval.constants.type_mappings:GORILLA_TO_OPENAPI",
+    "openai_completions_style": "bfcl_eval.constants.enums:ModelStyle.OPENAI_COMPLETIONS",
+    "system_prompt_pre_processing_chat_model": (
+        "bfcl_eval.model_handler.utils:system_prompt_pre_processing_chat_model"
+    ),
+    "default_decode_ast_prompting": "bfcl_eval.model_handler.utils:default_decode_ast_prompting",
+    "is_function_calling_format_output": "bfcl_eval.utils:is_function_calling_format_output",
+    "is_empty_output": "bfcl_eval.utils:is_empty_output",
+    "python_language": "bfcl_eval.constants.enums:Language.PYTHON",
+    "python_return_format": "bfcl_eval.constants.enums:ReturnFormat.PYTHON",
+    # The multi-turn suite's, the fields of bfcl_multi_turn._MultiTurnBfcl.
+    "execute": f"{_MULTI_TURN_UTILS}:execute_multi_turn_func_call",
+    "is_empty_execute_response": f"{_MULTI_TURN_UTILS}:is_empty_execute_response",
+    "checker": "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker:multi_turn_checker",
+    "convert_to_function_call": "bfcl_eval.model_handler.utils:convert_to_function_call",
+    "decode_execute_prompting": "bfcl_eval.model_handler.utils:default_decode_execute_prompting",
+    "format_execution_results_prompting": (
+        "bfcl_eval.model_handler.utils:format_execution_results_prompting"
+    ),
+    "additional_function_prompt_fc": (
+        f"{_DEFAULT_PROMPTS}:DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC"
+    ),
+    "additional_function_prompt_prompting": (
+        f"{_DEFAULT_PROMPTS}:DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING"
+    ),
+}
+"""Where BFCL keeps each piece toolshim uses (``module:attribute``), by the field it fills."""
+
+
+def bfcl_module(name: str) -> Any:
+    """BFCL's module ``name`` imported (:class:`BfclMissingError` naming what is missing)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+
+
+def bfcl_pieces(holder: type[DataclassInstance]) -> dict[str, Any]:
+    """For each field of the dataclass ``holder`` that :data:`_PLACES` places, BFCL's piece
+    there, imported in the order of the fields."""
+    found: dict[str, Any] = {}
+    for each in fields(holder):
+        if each.name in _PLACES:
+            module, _, path = _PLACES[each.name].partition(":")
+            found[each.name] = functools.reduce(getattr, path.split("."), bfcl_module(module))
+    return found
+
+
 @cache
 def load_bfcl() -> _Bfcl:
     """Import BFCL's pieces (raises :class:`BfclMissingError` naming what is missing)."""
@@ -169,12 +231,7 @@ def load_bfcl() -> _Bfcl:
         from importlib.metadata import version
 
         installed = version("bfcl-eval")
-        utils = importlib.import_module("bfcl_eval.utils")
-        handler_utils = importlib.import_module("bfcl_eval.model_handler.utils")
-        enums = importlib.import_module("bfcl_eval.constants.enums")
-        type_mappings = importlib.import_module("bfcl_eval.constants.type_mappings")
-    except ModuleNotFoundError as exc:
-        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+        pieces = bfcl_pieces(_Bfcl)
     except ImportError as exc:  # importlib.metadata.PackageNotFoundError
         raise BfclMissingError("bfcl-eval") from exc
     standin = False
@@ -186,26 +243,9 @@ def load_bfcl() -> _Bfcl:
         # A vendor SDK of one of BFCL's model handlers (anthropic, cohere, …) is missing.
         sys.modules["bfcl_eval.constants.model_config"] = _standin_model_config()
         standin = True
-    try:
-        checker = importlib.import_module("bfcl_eval.eval_checker.ast_eval.ast_checker")
-    except ModuleNotFoundError as exc:
-        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+    checker = bfcl_module("bfcl_eval.eval_checker.ast_eval.ast_checker")
     return _Bfcl(
-        load_dataset_entry=utils.load_dataset_entry,
-        load_ground_truth_entry=utils.load_ground_truth_entry,
-        add_language_hint=utils.add_language_specific_hint_to_function_doc,
-        convert_to_tool=handler_utils.convert_to_tool,
-        gorilla_to_openapi=type_mappings.GORILLA_TO_OPENAPI,
-        openai_completions_style=enums.ModelStyle.OPENAI_COMPLETIONS,
-        system_prompt_pre_processing_chat_model=handler_utils.system_prompt_pre_processing_chat_model,
-        default_decode_ast_prompting=handler_utils.default_decode_ast_prompting,
-        ast_checker=checker.ast_checker,
-        is_function_calling_format_output=utils.is_function_calling_format_output,
-        is_empty_output=utils.is_empty_output,
-        python_language=enums.Language.PYTHON,
-        python_return_format=enums.ReturnFormat.PYTHON,
-        standin_model_config=standin,
-        version=installed,
+        **pieces, ast_checker=checker.ast_checker, standin_model_config=standin, version=installed
     )
 
 
@@ -289,8 +329,7 @@ def load_cases(
     limit: int | None = None,
     seed: int | None = 0,
 ) -> list[BfclCase]:
-    """BFCL's cases for ``categories``: ``limit`` per category, a seeded sample in file order
-    (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    """BFCL's cases for ``categories``, ``limit`` of each as :func:`sampled_entries` picks them."""
     sample = sampled_entries(
         dict.fromkeys(canonical_category(c) for c in categories),
         limit,
@@ -321,9 +360,9 @@ def sampled_entries(
     **load_options: bool,
 ) -> list[tuple[str, dict[str, Any], Any]]:
     """(category, BFCL entry, its possible answer) for ``limit`` entries of each category, a
-    seeded sample in file order (``seed=None``: the first ``limit``); the answer is None in
-    categories not ``graded`` (nothing to compare with). ConfigError for a limit under 1 and
-    for a graded entry without an answer."""
+    seeded sample in file order (``seed=None``: the first ``limit``), the same entries for the
+    same arguments; the answer is None in categories not ``graded`` (nothing to compare
+    with). ConfigError for a limit under 1 and for a graded entry without an answer."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}", param="limit")
     b = load_bfcl()

@@ -24,7 +24,6 @@ The API simulators need ``mpmath`` (``toolshim[eval]`` installs it); a missing m
 from __future__ import annotations
 
 import copy
-import importlib
 import itertools
 import os
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,12 @@ from functools import cache
 from typing import Any, Literal
 
 from toolshim.errors import ConfigError
-from toolshim.evaluation.bfcl import BfclMissingError, load_bfcl, sampled_entries
+from toolshim.evaluation.bfcl import (
+    bfcl_module,
+    bfcl_pieces,
+    load_bfcl,
+    sampled_entries,
+)
 
 __all__ = [
     "MULTI_TURN_ALIAS",
@@ -83,30 +87,14 @@ class _MultiTurnBfcl:
 def load_multi_turn() -> _MultiTurnBfcl:
     """Import BFCL's multi-turn pieces (raises :class:`BfclMissingError` naming what is missing)."""
     load_bfcl()  # bfcl-eval itself, and the stand-in for its model table
-    try:
-        utils = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
-        checker = importlib.import_module(
-            "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
-        )
-        handler_utils = importlib.import_module("bfcl_eval.model_handler.utils")
-        prompts = importlib.import_module("bfcl_eval.constants.default_prompts")
-        backend = importlib.import_module("bfcl_eval.constants.executable_backend_config")
-        for module in dict.fromkeys(backend.CLASS_FILE_PATH_MAPPING.values()):
-            if module.rpartition(".")[2] in _SIMULATORS:
-                importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise BfclMissingError(exc.name or "bfcl-eval") from exc
+    utils = bfcl_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
+    prompts = bfcl_module("bfcl_eval.constants.default_prompts")
+    backend = bfcl_module("bfcl_eval.constants.executable_backend_config")
+    for module in dict.fromkeys(backend.CLASS_FILE_PATH_MAPPING.values()):
+        if module.rpartition(".")[2] in _SIMULATORS:
+            bfcl_module(module)
     return _MultiTurnBfcl(
-        execute=utils.execute_multi_turn_func_call,
-        is_empty_execute_response=utils.is_empty_execute_response,
-        checker=checker.multi_turn_checker,
-        convert_to_function_call=handler_utils.convert_to_function_call,
-        decode_execute_prompting=handler_utils.default_decode_execute_prompting,
-        format_execution_results_prompting=handler_utils.format_execution_results_prompting,
-        additional_function_prompt_fc=prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
-        additional_function_prompt_prompting=(
-            prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING
-        ),
+        **bfcl_pieces(_MultiTurnBfcl),
         max_steps=int(prompts.MAXIMUM_STEP_LIMIT),
         instances=vars(utils),
     )
@@ -189,8 +177,8 @@ def load_multi_turn_cases(
     limit: int | None = None,
     seed: int | None = 0,
 ) -> list[MultiTurnCase]:
-    """BFCL's multi-turn cases: ``limit`` per category, a seeded sample in file order
-    (``seed=None``: the first ``limit``), the same cases for the same arguments."""
+    """BFCL's multi-turn cases, ``limit`` of each category as
+    :func:`~toolshim.evaluation.bfcl.sampled_entries` picks them."""
     sample = sampled_entries(canonical_multi_turn(categories), limit, seed)
     load_multi_turn()
     return [

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolshim.capabilities.registry import Registry
 from toolshim.errors import ToolshimError
 from toolshim.evaluation.bfcl import load_bfcl
 from toolshim.evaluation.bfcl_multi_turn import (
@@ -40,9 +39,11 @@ from toolshim.evaluation.bfcl_multi_turn import (
     load_multi_turn,
     score_multi_turn,
 )
-from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner, interleave
+from toolshim.evaluation.runner import EvalConfig, Record, SuiteRunner, SuiteSettings, interleave
 from toolshim.upstreams.base import Upstream
-from toolshim.upstreams.chat_completions import complete_chat_body
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["RESULT_PREVIEW", "MultiTurnRecord", "MultiTurnRunner", "failure_kind"]
 
@@ -125,17 +126,14 @@ class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
         model: str,
         configs: Iterable[EvalConfig],
         *,
-        temperature: float = 0.0,
         max_tokens: int | None = 512,
         max_steps: int | None = None,
         budget: float = 1800.0,
-        max_reasks: int = 2,
-        served_facts: Callable[[Registry], object] | None = None,
+        **settings: Unpack[SuiteSettings],
     ) -> None:
         """``max_steps``: steps a user turn may take before the case is force-quit (None:
         BFCL's own limit, 20); ``budget``: seconds a case may take."""
-        super().__init__(upstream, model, configs, max_reasks, served_facts)
-        self.temperature = temperature
+        super().__init__(upstream, model, configs, settings)
         self.max_tokens = max_tokens
         self.max_steps = max_steps if max_steps is not None else load_multi_turn().max_steps
         self.budget = budget
@@ -264,36 +262,5 @@ class MultiTurnRunner(SuiteRunner[MultiTurnCase, MultiTurnRecord]):
             body["tools"] = b.convert_to_tool(
                 functions, b.gorilla_to_openapi, b.openai_completions_style
             )
-        if run.config.kind != "toolshim":
-            run.llm_calls += 1
-            reply = await complete_chat_body(self.upstream, body)
-            usage = reply.get("usage") or {}
-            run.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            run.completion_tokens += int(usage.get("completion_tokens") or 0)
-            choice = (reply.get("choices") or [{}])[0]
-            message = dict(choice.get("message") or {})
-            return {"content": message.get("content"), "tool_calls": message.get("tool_calls")}
-        try:
-            completion = await self.engines[run.config].acomplete(body)
-        except ToolshimError as exc:
-            if exc.meta is not None:
-                run.llm_calls += exc.meta.llm_calls
-            raise
-        if completion.meta is not None:
-            run.llm_calls += completion.meta.llm_calls
-            run.warnings.extend(w for w in completion.meta.warnings if w not in run.warnings)
-        if completion.usage is not None:
-            run.prompt_tokens += completion.usage.prompt_tokens or 0
-            run.completion_tokens += completion.usage.completion_tokens or 0
-        reply_message = completion.message
-        return {
-            "content": reply_message.text if reply_message.content is not None else None,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in reply_message.tool_calls
-            ],
-        }
+        message, _ = await self.ask(run.config, body, run)
+        return message

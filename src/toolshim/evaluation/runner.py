@@ -31,7 +31,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from itertools import zip_longest
-from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    Self,
+    TypedDict,
+    TypeVar,
+)
 
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import ANY_UPSTREAM, Registry
@@ -44,6 +54,9 @@ from toolshim.types import ChatRequest, Completion, StreamChunk
 from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import complete_chat_body
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "BASELINES",
     "FLAGS",
@@ -51,6 +64,8 @@ __all__ = [
     "CountingUpstream",
     "EvalConfig",
     "EvalRunner",
+    "SuiteSettings",
+    "Tally",
     "config_registry",
     "engines_for",
     "interleave",
@@ -307,6 +322,15 @@ def _fc_output(message: Mapping[str, Any]) -> Any:
     return message.get("content")
 
 
+class Tally(Protocol):
+    """What a run counts of its requests (see :meth:`SuiteRunner.ask`)."""
+
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    warnings: list[str]
+
+
 class _Identified(Protocol):
     @property
     def id(self) -> str: ...
@@ -315,18 +339,32 @@ class _Identified(Protocol):
 Item = TypeVar("Item", bound=_Identified)
 
 
+class SuiteSettings(TypedDict, total=False):
+    """The keyword settings every suite's runner takes besides its own (each optional)."""
+
+    temperature: float
+    """Sent with every request (default 0)."""
+    max_reasks: int
+    """The engines' re-asks after an invalid call (default 2)."""
+    served_facts: Callable[[Registry], object] | None
+    """Records the upstream's own facts in a registry (for ``+served`` configurations), e.g.
+    :meth:`toolshim.local.EmbeddedServer.record_capabilities`."""
+
+
 class SuiteRunner(Generic[Item, R]):
     """What every suite's runner shares: one counted upstream, one model, the configurations
-    (each once) with their engines, and the runs of items (cases, tasks) under each."""
+    (each once) with their engines, the :class:`SuiteSettings`, and the runs of items (cases,
+    tasks) under each."""
 
     def __init__(
-        self,
-        upstream: Upstream,
-        model: str,
-        configs: Iterable[EvalConfig],
-        max_reasks: int,
-        served_facts: Callable[[Registry], object] | None,
+        self, upstream: Upstream, model: str, configs: Iterable[EvalConfig], settings: SuiteSettings
     ) -> None:
+        unknown = settings.keys() - SuiteSettings.__optional_keys__
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got unexpected settings {sorted(unknown)}")
+        self.temperature = settings.get("temperature", 0.0)
+        max_reasks = settings.get("max_reasks", 2)
+        served_facts = settings.get("served_facts")
         self.upstream = CountingUpstream(upstream)
         self.model = model
         self.configs = list(dict.fromkeys(configs))
@@ -337,6 +375,38 @@ class SuiteRunner(Generic[Item, R]):
     async def run_one(self, item: Item, config: EvalConfig) -> R:
         """One item under one configuration; a failure becomes a failed record."""
         raise NotImplementedError
+
+    async def ask(
+        self, config: EvalConfig, body: dict[str, Any], tally: Tally, *, null_content: bool = True
+    ) -> tuple[dict[str, Any], str | None]:
+        """``body`` sent straight to the upstream (a baseline) or through ``config``'s engine,
+        its requests, tokens and the engine's warnings counted into ``tally``: the reply's
+        message as a chat message and its finish reason. An engine's reply without text has
+        ``content`` None, or "" when not ``null_content``."""
+        if config.kind != "toolshim":
+            tally.llm_calls += 1
+            reply = await complete_chat_body(self.upstream, body)
+            usage = reply.get("usage") or {}
+            tally.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            tally.completion_tokens += int(usage.get("completion_tokens") or 0)
+            choice = (reply.get("choices") or [{}])[0]
+            return dict(choice.get("message") or {}), choice.get("finish_reason")
+        try:
+            completion = await self.engines[config].acomplete(body)
+        except ToolshimError as exc:
+            if exc.meta is not None:
+                tally.llm_calls += exc.meta.llm_calls
+            raise
+        if completion.meta is not None:
+            tally.llm_calls += completion.meta.llm_calls
+            tally.warnings.extend(w for w in completion.meta.warnings if w not in tally.warnings)
+        if completion.usage is not None:
+            tally.prompt_tokens += completion.usage.prompt_tokens or 0
+            tally.completion_tokens += completion.usage.completion_tokens or 0
+        message = _message_dict(completion)
+        if not null_content:
+            message["content"] = completion.message.text
+        return message, completion.finish_reason
 
     def ordered(self, items: Sequence[Item]) -> Sequence[Item]:
         """The order the items run in: as given, or :func:`interleave`'d."""
@@ -378,15 +448,10 @@ class EvalRunner(SuiteRunner[BfclCase, CaseRecord]):
         model: str,
         configs: Iterable[EvalConfig],
         *,
-        temperature: float = 0.0,
         max_tokens: int | None = 256,
-        max_reasks: int = 2,
-        served_facts: Callable[[Registry], object] | None = None,
+        **settings: Unpack[SuiteSettings],
     ) -> None:
-        """``served_facts`` records the upstream's own facts in a registry (for ``+served``
-        configurations), e.g. :meth:`toolshim.local.EmbeddedServer.record_capabilities`."""
-        super().__init__(upstream, model, configs, max_reasks, served_facts)
-        self.temperature = temperature
+        super().__init__(upstream, model, configs, settings)
         self.max_tokens = max_tokens
 
     def _params(self) -> dict[str, Any]:

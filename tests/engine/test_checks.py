@@ -53,6 +53,7 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "undeclared_arguments",
         "schema",
         "placeholders",
+        "number_content",
     ]
 
 

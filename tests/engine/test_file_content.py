@@ -67,7 +67,9 @@ def codex_request() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("asked", "written"), [("17", True), ("about 20", False)])
+@pytest.mark.parametrize(
+    ("asked", "written"), [("17", True), ("17 data.txt", True), ("about 20", False)]
+)
 async def test_a_shell_agents_file_left_to_write_is_written_with_the_content_it_gives(
     asked: str, written: bool
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 from toolshim.capabilities import Registry
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import Engine
-from toolshim.engine.checks.file_syntax import unreadable, written_file
+from toolshim.engine.checks.file_syntax import rewritten, unreadable, written_file
 from toolshim.engine.checks.number_content import number_asked
 from toolshim.testing import FunctionUpstream
 
@@ -166,11 +166,21 @@ def write(content: str) -> str:
     return f"[exec_command(cmd=\"cat > count.txt <<'EOF'\\n{content}\\nEOF\")]"
 
 
-async def test_a_number_asked_for_written_with_more_is_re_asked_once() -> None:
-    command, seen = await coding_turn(COUNT, [write("17 data.txt"), write("17")])
+async def test_a_number_asked_for_written_with_more_is_written_as_its_one_number() -> None:
+    command, seen = await coding_turn(COUNT, [write("17 data.txt")])
+    assert command == "cat > count.txt <<'EOF'\n17\nEOF" and len(seen) == 1
+
+
+async def test_a_number_asked_for_written_with_several_numbers_is_re_asked_once() -> None:
+    command, seen = await coding_turn(COUNT, [write("47791     1"), write("17")])
     assert command == "cat > count.txt <<'EOF'\n17\nEOF"
     correction = seen[1]["messages"][-1]["content"]
-    assert "the number alone in count.txt, and '17 data.txt' is not one number" in correction
+    assert "the number alone in count.txt, and '47791     1' is not one number" in correction
+
+
+async def test_a_second_reply_with_several_numbers_stands() -> None:
+    command, seen = await coding_turn(COUNT, [write("47791     1")])
+    assert command == "cat > count.txt <<'EOF'\n47791     1\nEOF" and len(seen) == 2
 
 
 async def test_a_number_written_alone_is_not_re_asked() -> None:
@@ -182,3 +192,26 @@ async def test_a_file_not_asked_to_hold_a_number_is_not_re_asked() -> None:
     ask = "Primary working directory: /w\nWrite the output of wc -l data.txt into count.txt."
     command, seen = await coding_turn(ask, [write("17 data.txt")])
     assert command == "cat > count.txt <<'EOF'\n17 data.txt\nEOF" and len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("made", "content", "now"),
+    [
+        (
+            call("exec_command", {"cmd": "cat > c.txt <<'EOF'\n17 data.txt\nEOF"}),
+            "17\n",
+            {"cmd": "cat > c.txt <<'EOF'\n17\nEOF"},
+        ),
+        (
+            call("Write", {"file_path": "/w/c.txt", "content": "17 data.txt"}),
+            "17\n",
+            {"file_path": "/w/c.txt", "content": "17\n"},
+        ),
+        (call("exec_command", {"cmd": "wc -l data.txt > c.txt"}), "17\n", None),
+    ],
+)
+def test_a_written_file_rewritten(
+    made: ParsedCall, content: str, now: dict[str, str] | None
+) -> None:
+    mended = rewritten(made, content)
+    assert (mended.arguments if mended else None) == now

@@ -34,6 +34,7 @@ from toolshim.engine.asked import (
     request_text,
 )
 from toolshim.engine.checks.made_up import made_up_calls
+from toolshim.engine.checks.number_content import as_asked
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
@@ -187,6 +188,8 @@ async def _content_step(
     if turn.dialect.parse(reply, turn.request.function_tools).calls:
         return None  # a call, not the content
     content = content_of(reply, _request_and_results(turn))
+    if content is not None:
+        content = as_asked(turn, path, content)  # "17" for "17 data.txt", asked the number
     if content is None or (current is not None and content.strip() == current.strip()):
         return None
     written = writing_call(turn.request.function_tools, path, content + "\n")

@@ -13,7 +13,7 @@ checks run in this order, each on the calls the ones before it left::
     quoted                    a call copied from a tool result (re-asks)
     placeholders            C a required parameter filled with a placeholder (re-asks)
     file_syntax               a file written whole that its kind cannot read (re-asks once)
-    number_content            a file asked to hold a number, written with more (re-asks once)
+    number_content          C a file asked to hold a number, written with more (mended or re-asked)
     example_copies            the prompt's own example call (re-asks)
     answered_repeats          a call whose result is in (re-asks once; then answer now)
     made_up                   values nobody gave (held back, or re-asks once)

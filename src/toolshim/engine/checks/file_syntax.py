@@ -16,12 +16,13 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.asked import SHELL_TOOLS, WRITING_TOOLS
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 
-__all__ = ["CHECK", "NAME", "unreadable", "written_file"]
+__all__ = ["CHECK", "NAME", "rewritten", "unreadable", "written_file"]
 
 NAME = "file_syntax"
 _PATH_KEYS = ("file_path", "path", "filename", "file")
@@ -33,29 +34,48 @@ _HEREDOC = re.compile(
 )
 
 
-def written_file(call: ParsedCall) -> tuple[str, str] | None:
-    """(path, content) of a call that writes a whole file, else None."""
+def _written(call: ParsedCall) -> tuple[str, str, str, re.Match[str] | None] | None:
+    """(path, content, the argument that holds it, the here-document's match) of a call that
+    writes a whole file, else None."""
     arguments = call.arguments
     if not isinstance(arguments, Mapping):
         return None
     name = call.name.lower()
     if name in WRITING_TOOLS:
         path = next((arguments[k] for k in _PATH_KEYS if isinstance(arguments.get(k), str)), None)
-        content = next(
-            (arguments[k] for k in _CONTENT_KEYS if isinstance(arguments.get(k), str)), None
-        )
-        return (path, content) if path and content is not None else None
+        key = next((k for k in _CONTENT_KEYS if isinstance(arguments.get(k), str)), None)
+        return (path, arguments[key], key, None) if path and key is not None else None
     if name in SHELL_TOOLS:
-        command = next((v for v in arguments.values() if isinstance(v, str)), None)
-        found = _HEREDOC.match(command or "")
-        if found is None:
+        key = next((k for k, v in arguments.items() if isinstance(v, str)), None)
+        found = _HEREDOC.match(arguments[key]) if key is not None else None
+        if key is None or found is None:
             return None
         try:
             (path,) = shlex.split(found["path"])
         except ValueError:
             return None
-        return path, found["body"]
+        return path, found["body"], key, found
     return None
+
+
+def written_file(call: ParsedCall) -> tuple[str, str] | None:
+    """(path, content) of a call that writes a whole file, else None."""
+    written = _written(call)
+    return None if written is None else written[:2]
+
+
+def rewritten(call: ParsedCall, content: str) -> ParsedCall | None:
+    """``call`` writing ``content`` in place of what it wrote (None: it writes no whole file)."""
+    written = _written(call)
+    if written is None:
+        return None
+    _, _, key, heredoc = written
+    if heredoc is not None:
+        start, end = heredoc.span("body")
+        text = heredoc.string
+        content = text[:start] + content.rstrip("\n") + text[end:]
+    arguments = {**call.arguments, key: content}
+    return replace(call, arguments=arguments)
 
 
 def unreadable(path: str, content: str) -> str | None:

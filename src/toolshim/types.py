@@ -315,13 +315,18 @@ class ToolCallDelta:
     name: str | None = None
     arguments: str | None = None
     extra: Mapping[str, Any] = EMPTY
-    """The delta's other fields (Gemini's ``extra_content`` with its ``thought_signature``), for
-    in-process readers such as the agent; ``chunk_to_dict`` does not write them."""
+    """The delta's other fields (Gemini's ``extra_content`` with its ``thought_signature``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class StreamChunk:
-    """One streamed event. ``raw`` is a native upstream chunk passed through as it came."""
+    """One streamed event: a delta of one choice (``choice_index``) and what came with it.
+
+    An upstream's event is read whole: its first choice in these fields, its other choices
+    (``n`` > 1) in ``other_choices``, and every field toolshim does not read in the ``extra``
+    of its level (the event's, the choice's, the delta's, a call delta's), so that an event
+    relayed as it came is written back as it came.
+    """
 
     content: str | None = None
     tool_calls: tuple[ToolCallDelta, ...] = ()
@@ -329,13 +334,24 @@ class StreamChunk:
     finish_reason: str | None = None
     usage: Usage | None = None
     meta: Metadata | None = None
-    raw: Mapping[str, Any] | None = None
     choice_index: int = 0
     legacy: bool = False
     """Written in the legacy ``delta.function_call`` shape (first call only)."""
     extra: Mapping[str, Any] = EMPTY
-    """The other fields of a native chunk's delta (``reasoning_content``, ``reasoning_details``
-    …), read from ``raw``; never written (``raw`` is)."""
+    """The delta's other fields (``reasoning_content``, ``reasoning_details`` …)."""
     stop_sequence: str | None = None
     """The stop sequence that ended the reply, where the upstream says which (on the chunk
     that finishes it)."""
+    choice_extra: Mapping[str, Any] = EMPTY
+    """The choice's other fields (``logprobs``, llama-server's ``matched_stop`` …), as in
+    :attr:`Choice.extra`."""
+    model: str | None = None
+    """The model that wrote the event, where the upstream names it."""
+    event_extra: Mapping[str, Any] = EMPTY
+    """The event's other fields (its id and time, ``system_fingerprint`` …), as in
+    :attr:`Completion.extra`."""
+    other_choices: tuple[StreamChunk, ...] = ()
+    """The event's other choices, each as a chunk of its choice's fields alone."""
+    choiceless: bool = False
+    """The event holds no choice (only usage, the model or its other fields): the choice fields
+    here are empty and not written."""

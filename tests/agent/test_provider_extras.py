@@ -15,7 +15,7 @@ from toolshim.engine import Engine
 from toolshim.errors import UpstreamStatusError
 from toolshim.testing import FunctionUpstream
 from toolshim.types import ToolCallDelta
-from toolshim.wire.openai_chat import chunk_from_dict
+from toolshim.wire.openai_chat import chunk_from_dict, chunk_to_dict
 from toolshim.wire.openai_chat.answers import merge_delta_fields
 
 from ..chat.test_session import ScriptedTerminal, session_for
@@ -233,11 +233,12 @@ def test_the_wire_reads_the_other_fields_of_deltas() -> None:
             }
         ]
     }
-    (read,) = chunk_from_dict(chunk)
+    read = chunk_from_dict(chunk)
     assert read.extra == {"reasoning_details": [DETAILS[0]]}
     assert read.tool_calls == (ToolCallDelta(0, "c", "f", "", extra={"extra_content": SIGNATURE}),)
-    assert read.raw is chunk  # relayed as it came
-    (plain,) = chunk_from_dict({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
+    written = chunk_to_dict(read, id="x", model="m", created=0)
+    assert written["choices"] == chunk["choices"]  # relayed as it came
+    plain = chunk_from_dict({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
     assert plain.extra == {} and plain.tool_calls == ()
 
 

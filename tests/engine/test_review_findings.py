@@ -12,6 +12,7 @@ from tests.engine.test_streaming import collect
 from toolshim.engine import Engine
 from toolshim.testing import FakeUpstream, FunctionUpstream, Reply, call
 from toolshim.types import StreamChunk
+from toolshim.wire.openai_chat import chunk_to_dict
 
 SCHEMA = {
     "type": "json_schema",
@@ -127,12 +128,13 @@ async def test_a_relayed_native_stream_keeps_fields_and_other_choices() -> None:
 
     engine = Engine(Upstream(), mode="auto", registry=":memory:")
     chunks: list[StreamChunk] = [c async for c in engine.astream(request(stream=True))]
-    raws = [c.raw for c in chunks if c.raw is not None]
-    flat = json.dumps(raws)
+    written = [chunk_to_dict(c, id="x", model="m", created=0) for c in chunks]
+    flat = json.dumps(written)
     assert '"reasoning_content": "thinking"' in flat
     assert '"token": "It"' in flat
     assert "It is rainy." in flat
-    assert "".join(c.content or "" for c in chunks if c.raw is None) == "It is sunny."
+    first = [c for w in written for c in w["choices"] if c["index"] == 0]
+    assert "".join(c["delta"].get("content") or "" for c in first) == "It is sunny."
     assert [c.finish_reason for c in chunks if c.finish_reason] == ["stop"]
 
 

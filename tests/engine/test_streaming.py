@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -156,11 +156,20 @@ async def test_streamed_required_choice_gives_up_with_an_error() -> None:
 
 
 async def test_native_stream_passes_through_untouched_without_tools() -> None:
-    upstream = FakeUpstream().enqueue("plain answer")
+    sent: list[dict[str, Any]] = []
+
+    class Recorded(FakeUpstream):
+        async def stream_body(self, body: Any, *, headers: Any = None) -> Any:
+            async for chunk in super().stream_body(body, headers=headers):
+                sent.append(chunk)
+                yield chunk
+
+    upstream = Recorded().enqueue("plain answer")
     engine = Engine(upstream, mode="auto", registry=":memory:")
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     chunks = [c async for c in engine.astream(body)]
-    assert all(c.raw is not None for c in chunks)
+    written = [chunk_to_dict(replace(c, meta=None), id="x", model="m", created=0) for c in chunks]
+    assert written == sent
 
 
 async def test_native_tool_call_deltas_are_relayed() -> None:

@@ -293,10 +293,8 @@ def test_the_stop_sequence_an_upstream_reports_is_the_stop_sequence(field: str) 
     decoded = CODEC.decode(request(stop_sequences=["END"]))
     finishing = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop", field: "END"}]}
     encoder = CODEC.stream_encoder(decoded.request)
-    for chunk in chunk_from_dict({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}):
-        encoder.feed(chunk)
-    for chunk in chunk_from_dict(finishing):
-        encoder.feed(chunk)
+    encoder.feed(chunk_from_dict({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}))
+    encoder.feed(chunk_from_dict(finishing))
     delta = dict(events(encoder.finish()))["message_delta"]
     assert delta["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": "END"}
     whole = completion_from_dict(

@@ -369,7 +369,7 @@ def test_raw_native_chunks_are_downgraded_without_touching_the_upstreams_dict() 
         ],
     }
     before = copy.deepcopy(raw)
-    (chunk,) = chunk_from_dict(raw)
+    chunk = chunk_from_dict(raw)
     out = written(replace(chunk, legacy=True))
     assert raw == before
     assert out["id"] == "up-1" and out["system_fingerprint"] == "fp"

@@ -6,18 +6,21 @@ import difflib
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from toolshim.capabilities.registry import model_key
-from toolshim.chat.transcript import write_json
+from toolshim.capabilities.registry import Registry, model_key
+from toolshim.chat.render import Renderer
+from toolshim.chat.status import ToolStatus
+from toolshim.chat.transcript import Transcript, write_json
 from toolshim.engine.options import parse_mode
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.types import Mode
 
 if TYPE_CHECKING:
-    from toolshim.chat.session import ChatSession
+    from toolshim.agent.tools import Tool
+    from toolshim.mcp import MCPToolset
 
-__all__ = ["COMMANDS", "HELP", "run_command"]
+__all__ = ["COMMANDS", "HELP", "Session", "run_command"]
 
 HELP = """\
 Commands:
@@ -35,10 +38,46 @@ Commands:
 Keys: Enter sends; Esc-Enter, or a line ending in \\, continues on a new line; Ctrl-C cancels
 a reply (or clears the line); lines typed during a reply run after it; Up/Down recall history."""
 
-Handler = Callable[["ChatSession", str], Awaitable[None]]
+
+class Settings(Protocol):
+    """The session settings a command changes."""
+
+    mode: Mode
 
 
-async def run_command(session: ChatSession, text: str) -> None:
+class Session(Protocol):
+    """What a command reads and changes of the chat session
+    (:class:`~toolshim.chat.session.ChatSession`, which runs the commands)."""
+
+    model: str | None
+    messages: list[dict[str, Any]]
+    quitting: bool
+
+    @property
+    def render(self) -> Renderer: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def upstream(self) -> str: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def transcript(self) -> Transcript: ...
+    @property
+    def mcp(self) -> MCPToolset | None: ...
+    @property
+    def mode(self) -> Mode: ...
+    @property
+    def all_tools(self) -> list[Tool]: ...
+    def status(self, model: str) -> ToolStatus: ...
+    async def listed_models(self) -> list[str]: ...
+    async def use_model(self, model: str) -> None: ...
+
+
+Handler = Callable[[Session, str], Awaitable[None]]
+
+
+async def run_command(session: Session, text: str) -> None:
     """Run one ``/command args`` line; an unknown command lists the known ones."""
     name, _, rest = text.partition(" ")
     handler = COMMANDS.get(name.lower())
@@ -52,15 +91,15 @@ async def run_command(session: ChatSession, text: str) -> None:
     await handler(session, rest.strip())
 
 
-async def _help(session: ChatSession, rest: str) -> None:
+async def _help(session: Session, rest: str) -> None:
     session.render.info(HELP)
 
 
-async def _quit(session: ChatSession, rest: str) -> None:
+async def _quit(session: Session, rest: str) -> None:
     session.quitting = True
 
 
-async def _model(session: ChatSession, rest: str) -> None:
+async def _model(session: Session, rest: str) -> None:
     verb, _, argument = rest.partition(" ")
     verb, argument = verb.lower(), argument.strip()
     if not verb:
@@ -78,7 +117,7 @@ async def _model(session: ChatSession, rest: str) -> None:
         session.render.error(f"unknown /model command {verb!r}; use /model list or /model use NAME")
 
 
-async def _model_use(session: ChatSession, name: str) -> None:
+async def _model_use(session: Session, name: str) -> None:
     try:
         listed = await session.listed_models()
     except UpstreamError as exc:
@@ -95,7 +134,7 @@ async def _model_use(session: ChatSession, name: str) -> None:
     await session.use_model(name)
 
 
-async def _model_list(session: ChatSession) -> None:
+async def _model_list(session: Session) -> None:
     try:
         listed = await session.listed_models()
     except UpstreamError as exc:
@@ -125,7 +164,7 @@ async def _model_list(session: ChatSession) -> None:
     session.render.models_table(title, rows)
 
 
-async def _tools(session: ChatSession, rest: str) -> None:
+async def _tools(session: Session, rest: str) -> None:
     if session.mcp:
         await session.mcp.refresh()
     session.render.tools_table(session.all_tools)
@@ -134,7 +173,7 @@ async def _tools(session: ChatSession, rest: str) -> None:
         session.render.info(f"For {session.model}: {status.headline} — {status.why}")
 
 
-async def _mcp(session: ChatSession, rest: str) -> None:
+async def _mcp(session: Session, rest: str) -> None:
     if not session.mcp:
         session.render.info(
             'No MCP servers. Start the chat with --mcp "COMMAND ARGS" or --mcp URL (repeatable).'
@@ -144,7 +183,7 @@ async def _mcp(session: ChatSession, rest: str) -> None:
     session.render.mcp_table(session.mcp.describe())
 
 
-async def _mode(session: ChatSession, rest: str) -> None:
+async def _mode(session: Session, rest: str) -> None:
     if not rest:
         modes = ", ".join(m.value for m in Mode)
         session.render.info(f"Mode: {session.mode.value} (choose from {modes})")
@@ -162,13 +201,13 @@ async def _mode(session: ChatSession, rest: str) -> None:
         )
 
 
-async def _clear(session: ChatSession, rest: str) -> None:
+async def _clear(session: Session, rest: str) -> None:
     session.messages = []
     session.transcript.clear()
     session.render.info("Conversation cleared.")
 
 
-async def _save(session: ChatSession, rest: str) -> None:
+async def _save(session: Session, rest: str) -> None:
     if not rest:
         session.render.error("/save needs a file name, e.g. /save chat.json")
         return

@@ -31,6 +31,7 @@ from toolshim.agent.result import AgentResult
 from toolshim.agent.tools import Tool
 from toolshim.capabilities.probe import DEFAULT_PROBE_TIMEOUT
 from toolshim.capabilities.rejections import match_rejection
+from toolshim.chat.commands import run_command
 from toolshim.chat.knowledge import ModelKnowledge
 from toolshim.chat.render import Renderer
 from toolshim.chat.status import ToolStatus, effective_mode
@@ -161,8 +162,6 @@ class ChatSession:
 
     async def handle(self, line: str) -> None:
         """One line: a /command or a message for the model."""
-        from toolshim.chat.commands import run_command
-
         text = line.strip()
         if not text:
             return

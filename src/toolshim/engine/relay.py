@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.dialects.extract import ReplyParser
@@ -66,18 +65,18 @@ async def relay(
     declined = False
     finish: str | None = None
     async for chunk in open_stream(turn, request, learn):
-        rest, content, deltas, choice_finish = _split_first_choice(chunk.raw)
+        rest, content, deltas, choice_finish = _split_first_choice(chunk)
         finish = choice_finish or finish
         turn.add_usage(chunk.usage)
         if rest is not None:
-            yield _rest_chunk(chunk, rest)
+            yield rest
         if deltas:
             if not native.has_calls:
                 # The upstream calls natively after all: what the parser holds is prose.
                 pending = gate.flush(gate.tail + parser.pending)
                 if pending:
                     yield StreamChunk(content=pending)
-            _add_calls(native, chunk)
+            native.add_calls(deltas)
         if content:
             if native.has_calls or not rescue_text:
                 gate.emitted += content
@@ -152,9 +151,9 @@ async def held(
     # The reply changed (calls rescued or trimmed): what the upstream sent besides the first
     # choice's text and calls (reasoning, logprobs, other choices) still goes out as it came.
     for chunk in kept:
-        rest = _split_first_choice(chunk.raw)[0]
+        rest = _split_first_choice(chunk)[0]
         if rest is not None:
-            yield _rest_chunk(chunk, rest)
+            yield rest
     yield StreamChunk(role="assistant")
     if settled.message.text and not settled.tool_calls:
         yield StreamChunk(content=settled.message.text)
@@ -165,49 +164,38 @@ async def held(
         yield chunk
 
 
-def _add_calls(native: ChoiceAccumulator, chunk: StreamChunk) -> None:
-    """Add the first choice's tool-call deltas (only those) of a chunk read."""
-    if chunk.choice_index == 0 and chunk.tool_calls:
-        native.add_calls(chunk.tool_calls)
-
-
-def _rest_chunk(chunk: StreamChunk, rest: Mapping[str, Any]) -> StreamChunk:
-    """``chunk`` as what is left of it once the first choice's text, calls and finish are
-    taken out (``rest``, from :func:`_split_first_choice`, is what goes on the wire)."""
-    first = rest["choices"][0]
-    if chunk.choice_index == 0 and (first.get("index") or 0) == 0:
-        return replace(chunk, content=None, tool_calls=(), finish_reason=None, raw=rest)
-    index = first.get("index") if isinstance(first, dict) else None
-    return StreamChunk(usage=chunk.usage, raw=rest, choice_index=int(index or 0))
-
-
 def _split_first_choice(
-    data: Mapping[str, Any] | None,
-) -> tuple[dict[str, Any] | None, str, list[dict[str, Any]], str | None]:
-    """Take the first choice's ``content``, ``tool_calls`` and ``finish_reason`` out of a chunk.
+    chunk: StreamChunk,
+) -> tuple[StreamChunk | None, str, tuple[ToolCallDelta, ...], str | None]:
+    """Take the first choice's ``content``, tool-call deltas and ``finish_reason`` out of an
+    upstream chunk.
 
     Returns what is left of the chunk (None when nothing is), the content, the tool-call
     deltas and the finish reason. Everything else stays in the chunk as the upstream sent it.
     """
-    data = data or {}
-    choices = data.get("choices") or []
-    content, deltas, finish = "", [], None
-    new_choices = []
-    for choice in choices:
-        if not isinstance(choice, dict) or (choice.get("index") or 0) != 0:
-            new_choices.append(choice)
-            continue
-        delta = dict(choice.get("delta") or {})
-        text = delta.pop("content", None)
-        content = text if isinstance(text, str) else ""
-        deltas = list(delta.pop("tool_calls", None) or [])
-        finish = choice.get("finish_reason")
-        rest = {k: v for k, v in choice.items() if k not in ("delta", "finish_reason")}
-        if delta or rest.get("logprobs") is not None:
-            new_choices.append({**rest, "delta": delta, "finish_reason": None})
-    if not new_choices:  # (a usage chunk is sent once, at the end, by the engine)
+    choices = () if chunk.choiceless else (chunk, *chunk.other_choices)
+    first = next((c for c in choices if c.choice_index == 0), None)
+    if first is None:
+        return chunk if choices else None, "", (), None
+    content, deltas, finish = first.content or "", first.tool_calls, first.finish_reason
+    if first.role is not None or first.extra or first.choice_extra.get("logprobs") is not None:
+        stripped = replace(first, content=None, tool_calls=(), finish_reason=None)
+        if first is chunk:  # (the common case: one choice, or the first listed)
+            return stripped, content, deltas, finish
+        left = [stripped if c is first else c for c in choices]
+    else:
+        left = [c for c in choices if c is not first]
+    if not left:  # (a usage chunk is sent once, at the end, by the engine)
         return None, content, deltas, finish
-    return {**data, "choices": new_choices}, content, deltas, finish
+    rest = replace(  # the chunk's own fields ride on the first choice left
+        left[0],
+        usage=chunk.usage,
+        meta=chunk.meta,
+        model=chunk.model,
+        event_extra=chunk.event_extra,
+        other_choices=tuple(left[1:]),
+    )
+    return rest, content, deltas, finish
 
 
 def _completion(text: str, native: ChoiceAccumulator, finish: str | None) -> Completion:
@@ -226,10 +214,10 @@ def _reassemble(kept: Sequence[StreamChunk]) -> Completion:
     native = ChoiceAccumulator()
     finish = None
     for chunk in kept:
-        _, content, tool_deltas, choice_finish = _split_first_choice(chunk.raw)
+        _, content, tool_deltas, choice_finish = _split_first_choice(chunk)
         text.append(content)
         if tool_deltas:
-            _add_calls(native, chunk)
+            native.add_calls(tool_deltas)
         finish = choice_finish or finish
     return _completion("".join(text), native, finish)
 

@@ -74,16 +74,11 @@ async def serve(turn: Turn, route: Route, router: Router) -> AsyncIterator[Strea
     try:
         async for chunk in _route(turn, route, router):
             if chunk.role is not None:
-                role_only = (
-                    chunk.raw is None
-                    and not chunk.content
-                    and not chunk.tool_calls
-                    and chunk.finish_reason is None
-                )
+                role_only = _role_only(chunk)
                 if role_only and role_sent:
                     continue
                 role_sent = True
-            elif not role_sent and _raw_has_role(chunk):
+            elif not role_sent and any(c.role for c in chunk.other_choices):
                 role_sent = True
             if chunk.tool_calls and chunk.choice_index == 0:
                 calls.add_calls(chunk.tool_calls)
@@ -277,11 +272,8 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
 
 
 def _chunk_tokens(chunk: StreamChunk) -> list[Any]:
-    """The first choice's ``logprobs.content`` entries of an upstream chunk (its raw form)."""
-    for choice in (chunk.raw or {}).get("choices") or ():
-        if isinstance(choice, dict) and int(choice.get("index") or 0) == 0:
-            return confidence.logprob_tokens(choice.get("logprobs"))
-    return []
+    """The ``logprobs.content`` entries of an upstream chunk of the first choice."""
+    return confidence.logprob_tokens(chunk.choice_extra.get("logprobs"))
 
 
 def _streamed_attempt(
@@ -313,10 +305,16 @@ def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:
     return stream_without_calls(turn, body)
 
 
-def _raw_has_role(chunk: StreamChunk) -> bool:
-    if chunk.raw is None:
-        return False
-    return any(
-        isinstance(c, dict) and (c.get("delta") or {}).get("role")
-        for c in chunk.raw.get("choices") or ()
+def _role_only(chunk: StreamChunk) -> bool:
+    """Nothing but a role: no text, calls or finish, and nothing an upstream sent with it."""
+    return not (
+        chunk.content
+        or chunk.tool_calls
+        or chunk.finish_reason is not None
+        or chunk.usage is not None
+        or chunk.model is not None
+        or chunk.extra
+        or chunk.choice_extra
+        or chunk.event_extra
+        or chunk.other_choices
     )

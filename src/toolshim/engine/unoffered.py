@@ -10,9 +10,8 @@ answer it with the list of real tools.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from toolshim.engine.turn import Turn
 from toolshim.types import Completion, StreamChunk
@@ -58,8 +57,8 @@ def drop_unoffered(
 
 class UnofferedFilter:
     """:func:`drop_unoffered` (the same ``offered``) for a native stream passed through as it
-    came: each upstream chunk (its first choice, and the chunk as sent in ``raw``) without the
-    deltas of calls to tools not offered. :meth:`finish` warns once, naming them."""
+    came: each upstream chunk (every choice of it) without the deltas of calls to tools not
+    offered. :meth:`finish` warns once, naming them."""
 
     def __init__(self, turn: Turn, offered: Sequence[str] | None = None) -> None:
         self.turn = turn
@@ -70,81 +69,44 @@ class UnofferedFilter:
         self.dropped: list[str] = []
 
     def feed(self, chunk: StreamChunk) -> StreamChunk:
-        """``chunk`` without the deltas of calls to tools not offered, in its first choice and
-        in the chunk it came as (``raw``)."""
-        if self.passes or chunk.raw is None:
+        """``chunk`` without the deltas of calls to tools not offered, in each of its choices;
+        once a call was dropped, a choice left without calls finishes with ``stop``."""
+        if self.passes or chunk.choiceless:
             return chunk
-        data = self._filter(chunk.raw)
-        if data is chunk.raw:
+        if not self.dropped and not chunk.tool_calls and not chunk.other_choices:
             return chunk
-        before, after = chunk.raw["choices"][0], data["choices"][0]
-        kept = _calls_of(after)
-        calls = tuple(
-            d
-            for d, sent in zip(chunk.tool_calls, _calls_of(before), strict=False)
-            if any(sent is k for k in kept)
-        )
-        return replace(chunk, tool_calls=calls, finish_reason=after.get("finish_reason"), raw=data)
+        choices = [self._calls(c) for c in (chunk, *chunk.other_choices)]
+        if self.dropped:
+            choices = [self._finished(c) for c in choices]
+        first, *others = choices
+        if first is chunk and all(a is b for a, b in zip(others, chunk.other_choices, strict=True)):
+            return chunk
+        return replace(first, other_choices=tuple(others))
 
-    def _filter(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not any(_calls_of(c) for c in choices):
-            return self._finished(data) if isinstance(choices, list) else data
-        out = []
-        for choice in choices:
-            calls = _calls_of(choice)
-            if not calls:
-                out.append(choice)
-                continue
-            position = _index(choice)
-            kept = []
-            for delta in calls:
-                key = (position, _index(delta))
-                if key not in self._verdict:
-                    function = delta.get("function")
-                    name = function.get("name") if isinstance(function, Mapping) else None
-                    self._verdict[key] = name in self.allowed
-                    if not self._verdict[key]:
-                        self.dropped.append(str(name))
-                if self._verdict[key]:
-                    kept.append(delta)
-                    self._kept.add(position)
-            out.append({**choice, "delta": {**choice["delta"], "tool_calls": kept}})
-        return self._finished({**data, "choices": out})
+    def _calls(self, choice: StreamChunk) -> StreamChunk:
+        """One choice of a chunk without the deltas of calls to tools not offered."""
+        if not choice.tool_calls:
+            return choice
+        kept = []
+        for delta in choice.tool_calls:
+            key = (choice.choice_index, delta.index)
+            if key not in self._verdict:
+                self._verdict[key] = delta.name in self.allowed
+                if not self._verdict[key]:
+                    self.dropped.append(str(delta.name))
+            if self._verdict[key]:
+                kept.append(delta)
+                self._kept.add(choice.choice_index)
+        if len(kept) == len(choice.tool_calls):
+            return choice
+        return replace(choice, tool_calls=tuple(kept))
 
-    def _finished(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _finished(self, choice: StreamChunk) -> StreamChunk:
         """A choice whose every call was dropped finishes with ``stop``."""
-        if not self.dropped:
-            return data
-        choices = data["choices"]
-        emptied = [
-            isinstance(c, Mapping)
-            and c.get("finish_reason") == "tool_calls"
-            and _index(c) not in self._kept
-            for c in choices
-        ]
-        if not any(emptied):
-            return data
-        return {
-            **data,
-            "choices": [
-                {**c, "finish_reason": "stop"} if gone else c
-                for c, gone in zip(choices, emptied, strict=True)
-            ],
-        }
+        if choice.finish_reason == "tool_calls" and choice.choice_index not in self._kept:
+            return replace(choice, finish_reason="stop")
+        return choice
 
     def finish(self) -> None:
         if self.dropped:
             self.turn.warn(unoffered_warning(self.dropped))
-
-
-def _calls_of(choice: Any) -> list[Any]:
-    delta = choice.get("delta") if isinstance(choice, Mapping) else None
-    calls = delta.get("tool_calls") if isinstance(delta, Mapping) else None
-    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
-
-
-def _index(item: Mapping[str, Any]) -> int:
-    """A choice's or a call delta's ``index`` (0 when it has none, or not a number)."""
-    value = item.get("index")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

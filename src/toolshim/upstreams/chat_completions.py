@@ -4,8 +4,8 @@
 requests in, core completions and chunks out) over two methods that send a JSON body:
 :meth:`~ChatCompletionsUpstream.complete_body` and :meth:`~ChatCompletionsUpstream.stream_body`.
 The HTTP adapter and the test doubles build on it, so the engine never sees OpenAI JSON.
-Each streamed upstream chunk becomes one :class:`~toolshim.types.StreamChunk`: its first
-choice read, the chunk as it came in ``raw``.
+Each streamed upstream chunk becomes one :class:`~toolshim.types.StreamChunk`, read whole
+(:func:`~toolshim.wire.openai_chat.chunk_from_dict`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,6 @@ def request_body(request: ChatRequest, *, stream: bool = False) -> dict[str, Any
     """The chat-completions body of a core request (``stream``: with ``"stream": true``)."""
     body = request_to_body(request)
     return {**body, "stream": True} if stream else body
-
-
-def read_chunk(data: Mapping[str, Any]) -> StreamChunk:
-    """One upstream ``chat.completion.chunk`` as a core chunk: its first choice read."""
-    return chunk_from_dict(data)[0]
 
 
 class ChatCompletionsUpstream(ABC):
@@ -77,7 +72,7 @@ class ChatCompletionsUpstream(ABC):
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[StreamChunk]:
         async for data in self.stream_body(request_body(request, stream=True), headers=headers):
-            yield read_chunk(data)
+            yield chunk_from_dict(data)
 
 
 async def complete_chat_body(

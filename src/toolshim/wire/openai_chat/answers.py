@@ -125,64 +125,125 @@ def completion_to_dict(completion: Completion) -> dict[str, Any]:
 
 _DELTA_FIELDS = frozenset({"role", "content", "tool_calls"})
 _CALL_DELTA_FIELDS = frozenset({"index", "id", "type", "function"})
+_CHOICE_FIELDS = frozenset({"index", "delta", "finish_reason"})
+_EVENT_FIELDS = frozenset({"choices", "usage", "model"})
 
 
-def chunk_from_dict(data: Mapping[str, Any]) -> list[StreamChunk]:
-    """Read one upstream ``chat.completion.chunk`` into one StreamChunk per choice (``raw`` kept;
-    a delta's other fields, and a tool-call delta's, in their ``extra``)."""
-    choices = data.get("choices") or []
-    usage = usage_from_dict(data.get("usage"))
+def chunk_from_dict(data: Mapping[str, Any]) -> StreamChunk:
+    """Read one upstream ``chat.completion.chunk`` whole: its first choice in the chunk's
+    fields, the others in ``other_choices``; every field not read (the chunk's, a choice's, a
+    delta's, a tool-call delta's) in the ``extra`` of its level, written back by
+    :func:`chunk_to_dict`."""
+    others = dict(data)
+    choices = others.pop("choices", None)
+    usage = others.pop("usage", None)
+    usage = None if usage is None else usage_from_dict(usage)
+    model = others.pop("model", None)
+    if type(model) is not str:
+        model = None
     if not choices:
-        return [StreamChunk(usage=usage, raw=data)]
-    out = []
-    for c in choices:
-        if type(c) is not dict and not isinstance(c, Mapping):  # (dict first: the ABC is slow)
-            raise UpstreamProtocolError("a stream chunk's choice is not an object")
-        delta = c.get("delta") or {}
-        deltas = []
-        for j, tc in enumerate(delta.get("tool_calls") or ()):
-            function = tc.get("function") or {}
-            arguments = function.get("arguments")
-            if arguments is not None and not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            call_extra = {k: v for k, v in tc.items() if k not in _CALL_DELTA_FIELDS}
-            deltas.append(
-                ToolCallDelta(
-                    index=int(tc.get("index", j) or 0),
-                    id=tc.get("id"),
-                    name=function.get("name"),
-                    arguments=arguments,
-                    extra=call_extra or EMPTY,
-                )
-            )
-        content = delta.get("content")
-        extra = {k: v for k, v in delta.items() if k not in _DELTA_FIELDS}
-        out.append(
-            StreamChunk(
-                content=content if isinstance(content, str) else None,
-                tool_calls=tuple(deltas),
-                role=delta.get("role"),
-                finish_reason=c.get("finish_reason"),
-                usage=usage,
-                raw=data,
-                choice_index=int(c.get("index") or 0),
-                extra=extra or EMPTY,
-                stop_sequence=_stop_sequence(c)
-                if "stop_reason" in c or "matched_stop" in c
-                else None,
+        return StreamChunk(usage=usage, model=model, event_extra=others or EMPTY, choiceless=True)
+    rest = tuple(_choice_from_dict(c) for c in choices[1:]) if len(choices) > 1 else ()
+    return _choice_from_dict(choices[0], usage, model, others or EMPTY, rest)
+
+
+def _choice_from_dict(
+    c: Any,
+    usage: Usage | None = None,
+    model: str | None = None,
+    event_extra: Mapping[str, Any] = EMPTY,
+    other_choices: tuple[StreamChunk, ...] = (),
+) -> StreamChunk:
+    """One choice of a ``chat.completion.chunk`` (the other arguments: the chunk's own
+    fields, for its first choice)."""
+    if type(c) is not dict and not isinstance(c, Mapping):  # (dict first: the ABC is slow)
+        raise UpstreamProtocolError("a stream chunk's choice is not an object")
+    delta = c.get("delta") or EMPTY
+    calls = delta.get("tool_calls")
+    content = delta.get("content")
+    extra = (
+        EMPTY
+        if delta.keys() <= _DELTA_FIELDS
+        else {k: v for k, v in delta.items() if k not in _DELTA_FIELDS}
+    )
+    if c.keys() <= _CHOICE_FIELDS:
+        choice_extra, stop = EMPTY, None
+    else:
+        choice_extra = {k: v for k, v in c.items() if k not in _CHOICE_FIELDS}
+        stop = _stop_sequence(c)
+    return StreamChunk(
+        content=content if type(content) is str else None,
+        tool_calls=_call_deltas(calls) if calls else (),
+        role=delta.get("role"),
+        finish_reason=c.get("finish_reason"),
+        usage=usage,
+        choice_index=int(c.get("index") or 0),
+        extra=extra,
+        stop_sequence=stop,
+        choice_extra=choice_extra,
+        model=model,
+        event_extra=event_extra,
+        other_choices=other_choices,
+    )
+
+
+def _call_deltas(calls: Any) -> tuple[ToolCallDelta, ...]:
+    deltas = []
+    for j, tc in enumerate(calls):
+        function = tc.get("function") or {}
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        call_extra = {k: v for k, v in tc.items() if k not in _CALL_DELTA_FIELDS}
+        deltas.append(
+            ToolCallDelta(
+                index=int(tc.get("index", j) or 0),
+                id=tc.get("id"),
+                name=function.get("name"),
+                arguments=arguments,
+                extra=call_extra or EMPTY,
             )
         )
-    return out
+    return tuple(deltas)
 
 
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:
-    """Write a StreamChunk as a ``chat.completion.chunk`` (a raw native chunk is kept as sent;
-    ``legacy`` chunks in the ``function_call`` shape)."""
-    if chunk.raw is not None:
-        raw = dict(chunk.raw)
-        if chunk.meta is not None:
-            raw["toolshim"] = chunk.meta.to_dict()
-        return downgrade_chunk(raw) if chunk.legacy else raw
+    """Write a StreamChunk as a ``chat.completion.chunk`` (the fields an upstream sent that
+    toolshim does not read, as they came; ``legacy`` chunks in the ``function_call`` shape)."""
+    delta = _delta_to_dict(chunk)
+    empty = chunk.choiceless or (
+        chunk.usage is not None
+        and not delta
+        and chunk.finish_reason is None
+        and not chunk.choice_extra
+    )
+    choices = [] if empty else [_choice_to_dict(chunk, delta)]
+    if chunk.other_choices:
+        choices += [_choice_to_dict(c, _delta_to_dict(c)) for c in chunk.other_choices]
+    out: dict[str, Any] = {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model if chunk.model is None else chunk.model,
+        "choices": choices,
+    }
+    if chunk.event_extra:
+        out.update(chunk.event_extra)
+    if chunk.usage is not None:
+        out["usage"] = usage_to_dict(chunk.usage)
+    if chunk.meta is not None:
+        out["toolshim"] = chunk.meta.to_dict()
+    return downgrade_chunk(out) if chunk.legacy else out
+
+
+def _choice_to_dict(chunk: StreamChunk, delta: dict[str, Any]) -> dict[str, Any]:
+    choice = {"index": chunk.choice_index, "delta": delta, "finish_reason": chunk.finish_reason}
+    if chunk.choice_extra:
+        choice.update(chunk.choice_extra)
+    return choice
+
+
+def _delta_to_dict(chunk: StreamChunk) -> dict[str, Any]:
     delta: dict[str, Any] = {}
     if chunk.role is not None:
         delta["role"] = chunk.role
@@ -203,17 +264,6 @@ def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> d
             entry["function"] = function
             calls.append(entry)
         delta["tool_calls"] = calls
-    out: dict[str, Any] = {
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": []
-        if chunk.usage is not None and not delta and chunk.finish_reason is None
-        else [{"index": chunk.choice_index, "delta": delta, "finish_reason": chunk.finish_reason}],
-    }
-    if chunk.usage is not None:
-        out["usage"] = usage_to_dict(chunk.usage)
-    if chunk.meta is not None:
-        out["toolshim"] = chunk.meta.to_dict()
-    return downgrade_chunk(out) if chunk.legacy else out
+    if chunk.extra:
+        delta.update(chunk.extra)
+    return delta

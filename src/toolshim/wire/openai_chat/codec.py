@@ -62,10 +62,10 @@ class ChatStreamEncoder:
     def feed(self, chunk: StreamChunk) -> list[bytes]:
         ids = self.ids
         out = chunk_to_dict(chunk, **ids)
-        if chunk.raw is not None:
+        if chunk.event_extra:  # (the upstream's id and time, written over)
             out["id"], out["created"] = ids["id"], ids["created"]
-            if isinstance(out.get("model"), str) and out["model"]:
-                ids["model"] = out["model"]
+        if chunk.model:
+            ids["model"] = chunk.model
         return [sse_event(out)]
 
     def finish(self) -> list[bytes]:

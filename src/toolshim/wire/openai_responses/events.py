@@ -283,8 +283,8 @@ class ResponsesStreamEncoder:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
-        if chunk.raw is not None and isinstance(chunk.raw.get("model"), str) and chunk.raw["model"]:
-            self.model = chunk.raw["model"]
+        if chunk.model:
+            self.model = chunk.model
         reasoning = chunk.extra.get(_REASONING_FIELD)
         if isinstance(reasoning, str) and reasoning:
             out += self._reasoning_delta(reasoning)

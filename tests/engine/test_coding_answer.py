@@ -127,3 +127,16 @@ async def test_the_call_just_made_written_again_after_a_pipeline_wrote_a_file_lo
     assert "count.txt" in json.loads(look.arguments)["cmd"]
     assert len(seen) == 1
     assert any("sent a look at that file" in w for w in completion.meta.warnings)
+
+
+async def test_an_answer_that_is_only_a_call_is_asked_again_without_the_tools() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="head -n 1 notes.txt")]'
+    engine = engine_for([again, again, "The first line is: hello there"], seen)
+    completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
+    assert completion.message.text == "The first line is: hello there"
+    assert len(seen) == 3
+    first, cached, bare = (body["messages"] for body in seen)
+    assert cached[0] == first[0]  # the answer asked with the tools still described
+    assert "exec_command" not in bare[0]["content"]  # asked again, without them
+    assert "Tools are not available for this reply" in bare[-1]["content"]

@@ -66,10 +66,12 @@ def emulation_request(
         # An answer from the results. A coding agent's prompt keeps its tools in it (the
         # note says to answer without a call): its turn's earlier requests began the same
         # way, so llama.cpp's cache serves all but the note; without them, the 0.5B's last
-        # request of a Codex task was processed afresh from its 900th character.
+        # request of a Codex task was processed afresh from its 900th character. Asked
+        # again after a reply that was only a call (``extra``), the tools are left out: with
+        # them still described, the 0.5B wrote the call again and its text was the answer.
         kept = (
             rendered_tools(turn.dialect, defused_tools(_shown(turn, tools)), turn.prompt_options)
-            if turn.one_step and request.wants_tools and tools
+            if turn.one_step and request.wants_tools and tools and not extra
             else None
         )
         history = fold_results(said, turn.dialect, kept, agent=turn.one_step, answer=True)

@@ -24,9 +24,11 @@ from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
     DEFAULT_DOCUMENT_LIMIT,
     Changed,
+    DocumentWrite,
     Watch,
     default_store_path,
     document_json,
+    document_value,
     layers_by_name,
     standing_entries,
 )
@@ -69,6 +71,8 @@ class SQLiteStore(StoreFront, SQLiteOpening):
         self._lock = threading.Lock()
         self._swept = 0.0
         """When expired documents were last deleted (``time.time()``)."""
+        self._counted: tuple[int, int] | None = None
+        """(``PRAGMA data_version``, at most how many documents there are) as last known."""
         self._conn = self._open()
 
     def __repr__(self) -> str:
@@ -186,36 +190,65 @@ class SQLiteStore(StoreFront, SQLiteOpening):
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = document_json(key, document)
+        self.write_documents([DocumentWrite(key, document_json(key, document), ttl)])
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
         now = time.time()
         with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO documents (key, body, created_at, expires_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET body = excluded.body, "
-                "created_at = excluded.created_at, expires_at = excluded.expires_at",
-                (key, body, now, None if ttl is None else now + ttl),
-            )
+            for write in writes:
+                if write.body is None:
+                    conn.execute("DELETE FROM documents WHERE key = ?", (write.key,))
+                else:
+                    conn.execute(
+                        "INSERT INTO documents (key, body, created_at, expires_at) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = "
+                        "excluded.body, created_at = excluded.created_at, "
+                        "expires_at = excluded.expires_at",
+                        (
+                            write.key,
+                            write.body,
+                            now,
+                            None if write.ttl is None else now + write.ttl,
+                        ),
+                    )
             if now - self._swept >= EXPIRED_SWEEP_SECONDS:
                 # a full scan (expires_at has no index): at most once a sweep period, since
                 # an expired document is never read (get_document checks expires_at)
                 conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now,))
                 self._swept = now
-            # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
-            # a count and an index walk of the surplus, not a sort of every document per write
-            (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
-            if count > self.document_limit:
-                conn.execute(
-                    "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
-                    "ORDER BY created_at, rowid LIMIT ?)",
-                    (count - self.document_limit,),
-                )
+                self._counted = None
+            self._keep_limit(conn, sum(w.body is not None for w in writes))
+
+    def _keep_limit(self, conn: sqlite3.Connection, added: int) -> None:
+        """Delete the oldest documents beyond the limit (within a write transaction, after
+        ``added`` documents were put). Counting walks an index of every document, so it is
+        done only when the documents might be over the limit: while no other connection has
+        written (``PRAGMA data_version`` unchanged), the last count plus the documents put
+        since bounds the number from above (deletions only lower it)."""
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if self._counted is not None and self._counted[0] == version:
+            bound = self._counted[1] + added
+            if bound <= self.document_limit:
+                self._counted = (version, bound)
+                return
+        # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
+        # a count and an index walk of the surplus, not a sort of every document per write
+        (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
+        if count > self.document_limit:
+            conn.execute(
+                "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
+                "ORDER BY created_at, rowid LIMIT ?)",
+                (count - self.document_limit,),
+            )
+            count = self.document_limit
+        self._counted = (version, count)
 
     def get_document(self, key: str) -> Any | None:
         found = self._query(
             "SELECT body FROM documents WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
             (key, time.time()),
         )
-        return json.loads(found[0][0]) if found else None
+        return document_value(found[0][0]) if found else None
 
     def delete_document(self, key: str) -> bool:
         with self._transaction() as conn:

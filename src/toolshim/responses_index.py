@@ -10,8 +10,10 @@ deleting one by id, or looking one up, walks the pages.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -23,12 +25,14 @@ from toolshim.capabilities.store import (
     document_value,
 )
 
-__all__ = ["GONE_KEPT", "PAGE", "Documents", "OwnerIndex", "WriteBatch"]
+__all__ = ["GONE_KEPT", "PAGE", "Documents", "LastPage", "OwnerIndex", "WriteBatch"]
 
 PAGE = 128
 """Entries in one page document."""
 GONE_KEPT = 64
 """How many reasons for answers not (or no longer) stored the head remembers."""
+LAST_PAGES_KEPT = 64
+"""Of how many owners a response store keeps the last page it wrote (:class:`LastPage`)."""
 
 
 class Documents(Protocol):
@@ -104,6 +108,19 @@ class WriteBatch:
             self._writes.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class LastPage:
+    """The last page an index wrote here (``number``: its JSON ``text`` and ``items``) and the
+    ``token`` of the head written with it: while the stored head still has that token, the
+    page is what is stored (both are written in one batch), and the next append need neither
+    read nor re-encode it."""
+
+    token: str
+    number: int
+    text: str
+    items: list[list[Any]]
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -112,12 +129,26 @@ class OwnerIndex:
     """The index of ``owner``'s answers in ``documents`` (read on creation; :meth:`save` writes
     the head back). Documents are kept for ``ttl`` seconds, refreshed on each write."""
 
-    def __init__(self, documents: Documents, owner: str, ttl: float | None) -> None:
+    def __init__(
+        self,
+        documents: Documents,
+        owner: str,
+        ttl: float | None,
+        last_pages: MutableMapping[str, LastPage] | None = None,
+    ) -> None:
         self.documents = documents
+        self.owner = owner
         self.key = f"responses-of:{owner}"
         self.ttl = ttl
+        self._last_pages = last_pages
+        """Each owner's :class:`LastPage` as written by this process (None: not kept)."""
+        self._changed: set[int] = set()
+        """The pages changed here other than by :meth:`append`."""
+        self._appended: tuple[int, str, list[list[Any]]] | None = None
         head = documents.get_document(self.key)
         head = head if isinstance(head, Mapping) else {}
+        token = head.get("token")
+        self._token = token if isinstance(token, str) else None
         self.first = _int(head.get("first"))
         self.last = max(self.first, _int(head.get("last")))
         self.bytes = _int(head.get("bytes"))
@@ -140,6 +171,8 @@ class OwnerIndex:
         return [i for i in items if type(i) is list and len(i) == 3]
 
     def _put_page(self, n: int, items: list[list[Any]]) -> None:
+        self._changed.add(n)
+        self._appended = None
         if items:
             self.documents.put_document(f"{self.key}:{n}", {"items": items}, ttl=self.ttl)
         else:
@@ -147,14 +180,34 @@ class OwnerIndex:
 
     # -- changes ------------------------------------------------------------------------------
 
+    def _last_page(self) -> LastPage | None:
+        """The last page as this process wrote it, if it is still what is stored."""
+        if self._last_pages is None or self._token is None or self.last in self._changed:
+            return None
+        written = self._last_pages.get(self.owner)
+        if written is None or written.token != self._token or written.number != self.last:
+            return None
+        return written
+
     def append(self, response_id: str, size: int) -> None:
         """Add the newest answer (its page is written; the head waits for :meth:`save`)."""
-        items = self._page(self.last)
+        entry = [response_id, size, time.time()]
+        written = self._last_page()
+        items = written.items if written is not None else self._page(self.last)
         if len(items) >= PAGE:
             self.last += 1
-            items = []
-        items.append([response_id, size, time.time()])
-        self._put_page(self.last, items)
+            items, written = [], None
+        items = [*items, entry]
+        key = f"{self.key}:{self.last}"
+        if isinstance(self.documents, WriteBatch):
+            if written is not None:  # the same text json would make, one entry longer
+                text = f"{written.text[:-2]},{orjson.dumps(entry).decode()}]}}"
+            else:
+                text = _plain_json(key, {"items": items})
+            self.documents.put_text(key, text, ttl=self.ttl)
+            self._appended = (self.last, text, items)
+        else:
+            self.documents.put_document(key, {"items": items}, ttl=self.ttl)
         self.bytes += size
         self.count += 1
 
@@ -166,6 +219,8 @@ class OwnerIndex:
             if items:
                 response_id, size, _ = items.pop(0)
                 if not items and self.first < self.last:
+                    self._changed.add(self.first)
+                    self._appended = None
                     self.documents.delete_document(f"{self.key}:{self.first}")
                     self.first += 1
                 else:
@@ -210,12 +265,23 @@ class OwnerIndex:
         return None
 
     def save(self) -> None:
-        """Write the head (first and last page, totals, reasons)."""
+        """Write the head (first and last page, totals, reasons, and a new token: what this
+        process knows of the last page holds while the head it wrote is there)."""
+        token = os.urandom(8).hex()
         head = {
             "first": self.first,
             "last": self.last,
             "bytes": self.bytes,
             "count": self.count,
             "gone": self._gone,
+            "token": token,
         }
         self.documents.put_document(self.key, head, ttl=self.ttl)
+        self._token = token
+        if self._last_pages is None:
+            return
+        self._last_pages.pop(self.owner, None)
+        if self._appended is not None:
+            self._last_pages[self.owner] = LastPage(token, *self._appended)
+            while len(self._last_pages) > LAST_PAGES_KEPT:
+                del self._last_pages[next(iter(self._last_pages))]

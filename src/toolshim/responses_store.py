@@ -42,7 +42,7 @@ from typing import Any
 
 from toolshim.capabilities.store import DocumentWrite
 from toolshim.errors import InvalidRequestError, StoreError
-from toolshim.responses_index import Documents, OwnerIndex, WriteBatch
+from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch
 
 __all__ = [
     "ANONYMOUS",
@@ -157,6 +157,8 @@ class ResponseStore:
         self.max_responses = max_responses or None
         """Responses kept in all; beyond it the owner holding the most loses its oldest."""
         self._lock = threading.Lock()
+        self._last_pages: dict[str, LastPage] = {}
+        """The last index page written here, per owner (appending then needs no read)."""
 
     def __repr__(self) -> str:
         return f"ResponseStore({self.documents!r})"
@@ -210,7 +212,7 @@ class ResponseStore:
         heaviest owner while the total would pass ``max_bytes``), then write: the answer
         (``body``, its JSON), the indexes and the totals in one batch."""
         batch = WriteBatch(self.documents)
-        index = OwnerIndex(batch, owner, self.ttl)
+        index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
         while index.count >= MAX_RESPONSES_PER_KEY or (
             self.key_quota is not None and index.count and index.bytes + size > self.key_quota
         ):
@@ -230,7 +232,11 @@ class ResponseStore:
             else:
                 break
             heaviest = max(usage, key=lambda o: usage[o][measure])
-            theirs = index if heaviest == owner else OwnerIndex(batch, heaviest, self.ttl)
+            theirs = (
+                index
+                if heaviest == owner
+                else OwnerIndex(batch, heaviest, self.ttl, self._last_pages)
+            )
             evicted = self._evict(theirs, reason)
             if theirs is not index:
                 theirs.save()
@@ -256,7 +262,7 @@ class ResponseStore:
     def _remember_gone(self, owner: str, response_id: str, reason: str) -> None:
         try:
             batch = WriteBatch(self.documents)
-            index = OwnerIndex(batch, owner, self.ttl)
+            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
             index.gone(response_id, reason)
             index.save()
             batch.commit()
@@ -392,7 +398,7 @@ class ResponseStore:
                 return False
             batch = WriteBatch(self.documents)
             batch.delete_document(f"response:{response_id}")
-            index = OwnerIndex(batch, owner, self.ttl)
+            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
             index.remove(response_id)
             index.gone(response_id, "it was deleted")
             index.save()

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -41,6 +42,8 @@ __all__ = ["MIGRATIONS", "CapabilityStore", "SQLiteStore"]
 log = logging.getLogger("toolshim.capabilities")
 
 _COLUMNS = "upstream, model, name, source, value, updated_at, detail"
+WRITTEN_KEPT = 64
+"""How many of the documents it wrote a store serves again without reading them."""
 EXPIRED_SWEEP_SECONDS = 60.0
 """How often a document write also deletes the expired documents (a scan of the table)."""
 
@@ -73,6 +76,10 @@ class SQLiteStore(StoreFront, SQLiteOpening):
         """When expired documents were last deleted (``time.time()``)."""
         self._counted: tuple[int, int] | None = None
         """(``PRAGMA data_version``, at most how many documents there are) as last known."""
+        self._written: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+        """The last documents this connection wrote (body, expires_at), newest last: what
+        they are as long as ``PRAGMA data_version`` is still :attr:`_written_at`."""
+        self._written_at: int | None = None
         self._conn = self._open()
 
     def __repr__(self) -> str:
@@ -108,6 +115,7 @@ class SQLiteStore(StoreFront, SQLiteOpening):
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
+                self._written.clear()  # what they hold may not have been committed
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
@@ -195,6 +203,9 @@ class SQLiteStore(StoreFront, SQLiteOpening):
     def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
         now = time.time()
         with self._transaction() as conn:
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            if version != self._written_at:
+                self._written.clear()  # another connection wrote: any of them may be stale
             for write in writes:
                 if write.body is None:
                     conn.execute("DELETE FROM documents WHERE key = ?", (write.key,))
@@ -217,24 +228,36 @@ class SQLiteStore(StoreFront, SQLiteOpening):
                 conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now,))
                 self._swept = now
                 self._counted = None
-            self._keep_limit(conn, sum(w.body is not None for w in writes))
+                self._written.clear()
+            if self._keep_limit(conn, version, sum(w.body is not None for w in writes)):
+                self._written.clear()  # which were deleted is not known here
+                writes = ()
+            for write in writes:
+                self._written.pop(write.key, None)
+                if write.body is not None:
+                    expires_at = None if write.ttl is None else now + write.ttl
+                    self._written[write.key] = (write.body, expires_at)
+            while len(self._written) > WRITTEN_KEPT:
+                self._written.popitem(last=False)
+            self._written_at = version
 
-    def _keep_limit(self, conn: sqlite3.Connection, added: int) -> None:
+    def _keep_limit(self, conn: sqlite3.Connection, version: int, added: int) -> bool:
         """Delete the oldest documents beyond the limit (within a write transaction, after
-        ``added`` documents were put). Counting walks an index of every document, so it is
-        done only when the documents might be over the limit: while no other connection has
-        written (``PRAGMA data_version`` unchanged), the last count plus the documents put
-        since bounds the number from above (deletions only lower it)."""
-        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        ``added`` documents were put; ``version`` is its ``PRAGMA data_version``). Counting
+        walks an index of every document, so it is done only when the documents might be
+        over the limit: while no other connection has written (``version`` unchanged), the
+        last count plus the documents put since bounds the number from above (deletions only
+        lower it). True when documents were deleted."""
         if self._counted is not None and self._counted[0] == version:
             bound = self._counted[1] + added
             if bound <= self.document_limit:
                 self._counted = (version, bound)
-                return
+                return False
         # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
         # a count and an index walk of the surplus, not a sort of every document per write
         (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
-        if count > self.document_limit:
+        surplus = bool(count > self.document_limit)
+        if surplus:
             conn.execute(
                 "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
                 "ORDER BY created_at, rowid LIMIT ?)",
@@ -242,16 +265,34 @@ class SQLiteStore(StoreFront, SQLiteOpening):
             )
             count = self.document_limit
         self._counted = (version, count)
+        return surplus
 
     def get_document(self, key: str) -> Any | None:
-        found = self._query(
-            "SELECT body FROM documents WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
-            (key, time.time()),
-        )
+        now = time.time()
+        with self._lock:
+            try:
+                written = self._written.get(key)
+                if written is not None:
+                    # written here, and nobody else has written since: no need to read it
+                    (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+                    if version == self._written_at:
+                        body, expires_at = written
+                        return (
+                            document_value(body) if expires_at is None or expires_at > now else None
+                        )
+                    self._written.clear()
+                found = self._conn.execute(
+                    "SELECT body FROM documents WHERE key = ? "
+                    "AND (expires_at IS NULL OR expires_at > ?)",
+                    (key, now),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read the capability store at {self.path}: {exc}") from exc
         return document_value(found[0][0]) if found else None
 
     def delete_document(self, key: str) -> bool:
         with self._transaction() as conn:
+            self._written.pop(key, None)
             return int(conn.execute("DELETE FROM documents WHERE key = ?", (key,)).rowcount) > 0
 
     def close(self) -> None:

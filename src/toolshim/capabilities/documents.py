@@ -106,11 +106,12 @@ class HeldDocuments:
             if write.body is not None:
                 document_text(write.key, write.body)
         deletes = [w.key for w in writes if w.body is None]
-        with self._lock:
-            for key in deletes:
-                held = self._held.pop(key, None)
-                if held is not None:
-                    self._bytes -= len(held.body)
+        if deletes:
+            with self._lock:
+                for key in deletes:
+                    held = self._held.pop(key, None)
+                    if held is not None:
+                        self._bytes -= len(held.body)
         saved = False
         if deletes or not self._away():
             try:
@@ -121,10 +122,13 @@ class HeldDocuments:
                 if deletes:
                     raise
         now = time.time()
-        for write in writes:
-            if write.body is not None:
-                expires_at = None if write.ttl is None else now + write.ttl
-                self._hold(write.key, _Held(write.body, expires_at, saved))
+        self._hold(
+            [
+                (w.key, _Held(w.body, None if w.ttl is None else now + w.ttl, saved))
+                for w in writes
+                if w.body is not None
+            ]
+        )
 
     def get_document(self, key: str) -> Any | None:
         """The document under ``key`` (the store's, else the one held here); None if there is
@@ -181,13 +185,14 @@ class HeldDocuments:
                 if self._held.get(key) is held:
                     held.saved = True
 
-    def _hold(self, key: str, held: _Held) -> None:
+    def _hold(self, documents: list[tuple[str, _Held]]) -> None:
         with self._lock:
-            old = self._held.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body)
-            self._held[key] = held
-            self._bytes += len(held.body)
+            for key, held in documents:
+                old = self._held.pop(key, None)
+                if old is not None:
+                    self._bytes -= len(old.body)
+                self._held[key] = held
+                self._bytes += len(held.body)
             while len(self._held) > self.limit or (
                 self._bytes > self.max_bytes and len(self._held) > 1
             ):

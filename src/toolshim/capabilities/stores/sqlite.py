@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
 from typing import Any
 
 from toolshim.capabilities.facts import Fact, strongest
@@ -206,22 +207,17 @@ class SQLiteStore(StoreFront, SQLiteOpening):
             (version,) = conn.execute("PRAGMA data_version").fetchone()
             if version != self._written_at:
                 self._written.clear()  # another connection wrote: any of them may be stale
-            for write in writes:
-                if write.body is None:
-                    conn.execute("DELETE FROM documents WHERE key = ?", (write.key,))
-                else:
-                    conn.execute(
-                        "INSERT INTO documents (key, body, created_at, expires_at) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = "
-                        "excluded.body, created_at = excluded.created_at, "
-                        "expires_at = excluded.expires_at",
-                        (
-                            write.key,
-                            write.body,
-                            now,
-                            None if write.ttl is None else now + write.ttl,
-                        ),
-                    )
+            for deleting, run in groupby(writes, key=lambda w: w.body is None):
+                if deleting:
+                    conn.executemany("DELETE FROM documents WHERE key = ?", [(w.key,) for w in run])
+                    continue
+                conn.executemany(
+                    "INSERT INTO documents (key, body, created_at, expires_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = "
+                    "excluded.body, created_at = excluded.created_at, "
+                    "expires_at = excluded.expires_at",
+                    [(w.key, w.body, now, None if w.ttl is None else now + w.ttl) for w in run],
+                )
             if now - self._swept >= EXPIRED_SWEEP_SECONDS:
                 # a full scan (expires_at has no index): at most once a sweep period, since
                 # an expired document is never read (get_document checks expires_at)

@@ -3,9 +3,14 @@
 The entries (``[id, bytes, stored_at]``) live in pages of :data:`PAGE` entries
 (``responses-of:<owner>:<n>``) under a small head document (``responses-of:<owner>``: the
 first and last page, the bytes and count in all, and the last :data:`GONE_KEPT` reasons an
-answer is not, or no longer, stored). Appending touches the last page and evicting the oldest
-touches the first, so a save costs the same however many answers the owner keeps; only
-deleting one by id, or looking one up, walks the pages.
+answer is not, or no longer, stored, and a token new at each write). Appending touches the
+last page and evicting the oldest touches the first, so a save costs the same however many
+answers the owner keeps; only deleting one by id, or looking one up, walks the pages.
+
+A save's writes (the answer, its page, the head, the totals) are gathered in a
+:class:`WriteBatch` and made in one transaction of the document store. The process that wrote
+a last page keeps it (:class:`LastPage`) and appends to it without reading it again while the
+stored head still carries the token written with it.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ Contracts:
   oldest answer of the caller over its quota goes first, and for a total, the oldest of the
   caller who holds the most (bytes, or answers). The bookkeeping is each caller's
   :class:`~toolshim.responses_index.OwnerIndex` (a few documents: a save costs the same however
-  many it lists) and one document of totals (``responses-usage``); replicas sharing a store
-  keep them approximately (two writes at once may each miss the other's entry, which then ages
+  many it lists) and one document of totals (``responses-usage``), written with the answer in
+  one transaction of the document store; replicas sharing a store keep them approximately (two writes at once may each miss the other's entry, which then ages
   out with its TTL).
 * **Honest.** :meth:`ResponseStore.save` returns why a response could not be stored (too big,
   the store failed) so the caller is told; the reason (and an eviction's) is kept in the

@@ -3,23 +3,41 @@
 The entries (``[id, bytes, stored_at]``) live in pages of :data:`PAGE` entries
 (``responses-of:<owner>:<n>``) under a small head document (``responses-of:<owner>``: the
 first and last page, the bytes and count in all, and the last :data:`GONE_KEPT` reasons an
-answer is not, or no longer, stored). Appending touches the last page and evicting the oldest
-touches the first, so a save costs the same however many answers the owner keeps; only
-deleting one by id, or looking one up, walks the pages.
+answer is not, or no longer, stored, and a token new at each write). Appending touches the
+last page and evicting the oldest touches the first, so a save costs the same however many
+answers the owner keeps; only deleting one by id, or looking one up, walks the pages.
+
+A save's writes (the answer, its page, the head, the totals) are gathered in a
+:class:`WriteBatch` and made in one transaction of the document store. The process that wrote
+a last page keeps it (:class:`LastPage`) and appends to it without reading it again while the
+stored head still carries the token written with it.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["GONE_KEPT", "PAGE", "Documents", "OwnerIndex"]
+import orjson
+
+from toolshim.capabilities.store import (
+    DocumentWrite,
+    document_json,
+    document_text,
+    document_value,
+)
+
+__all__ = ["GONE_KEPT", "PAGE", "Documents", "LastPage", "OwnerIndex", "WriteBatch"]
 
 PAGE = 128
 """Entries in one page document."""
 GONE_KEPT = 64
 """How many reasons for answers not (or no longer) stored the head remembers."""
+LAST_PAGES_KEPT = 64
+"""Of how many owners a response store keeps the last page it wrote (:class:`LastPage`)."""
 
 
 class Documents(Protocol):
@@ -31,6 +49,82 @@ class Documents(Protocol):
 
     def delete_document(self, key: str) -> bool: ...
 
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None: ...
+
+
+_PLAIN = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _plain_json(key: str, document: Any) -> str:
+    """``document`` as JSON text, written by orjson (the indexes' pages are long lists of
+    times, which ``json`` writes twenty times slower); a document orjson would write other than
+    as ``json`` reads it back (a NaN it makes null, a type ``json`` refuses) is
+    :func:`document_json`'s."""
+    try:
+        body = orjson.dumps(document, option=_PLAIN)
+    except TypeError:
+        return document_json(key, document)
+    if b"null" in body:
+        return document_json(key, document)
+    return document_text(key, body.decode())
+
+
+class WriteBatch:
+    """Writes to ``documents`` gathered, then made together by :meth:`commit` (one
+    transaction, not one per document); reads see the writes gathered so far. For the
+    response store's own documents (its indexes and totals: strings, numbers, lists)."""
+
+    def __init__(self, documents: Documents) -> None:
+        self.documents = documents
+        self._writes: dict[str, DocumentWrite] = {}
+
+    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
+        self._write(DocumentWrite(key, _plain_json(key, document), ttl))
+
+    def put_text(self, key: str, body: str, *, ttl: float | None = None) -> None:
+        """Put a document already written as JSON (as :func:`document_json` writes it)."""
+        self._write(DocumentWrite(key, document_text(key, body), ttl))
+
+    def get_document(self, key: str) -> Any | None:
+        write = self._writes.get(key)
+        if write is None:
+            return self.documents.get_document(key)
+        return None if write.body is None else document_value(write.body)
+
+    def delete_document(self, key: str) -> bool:
+        self._write(DocumentWrite(key, None))
+        return True
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        for write in writes:
+            self._write(write)
+
+    def _write(self, write: DocumentWrite) -> None:
+        self._writes.pop(write.key, None)  # made in the order of each key's last write
+        self._writes[write.key] = write
+
+    def commit(self) -> None:
+        if self._writes:
+            self.documents.write_documents(list(self._writes.values()))
+            self._writes.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class LastPage:
+    """The last page an index wrote here (``number``: its JSON ``text`` and ``items``) and the
+    ``token`` of the head written with it: while the stored head still has that token, the
+    page is what is stored (both are written in one batch), and the next append need neither
+    read nor re-encode it."""
+
+    token: str
+    number: int
+    text: str
+    items: list[list[Any]]
+
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
@@ -40,12 +134,26 @@ class OwnerIndex:
     """The index of ``owner``'s answers in ``documents`` (read on creation; :meth:`save` writes
     the head back). Documents are kept for ``ttl`` seconds, refreshed on each write."""
 
-    def __init__(self, documents: Documents, owner: str, ttl: float | None) -> None:
+    def __init__(
+        self,
+        documents: Documents,
+        owner: str,
+        ttl: float | None,
+        last_pages: MutableMapping[str, LastPage] | None = None,
+    ) -> None:
         self.documents = documents
+        self.owner = owner
         self.key = f"responses-of:{owner}"
         self.ttl = ttl
+        self._last_pages = last_pages
+        """Each owner's :class:`LastPage` as written by this process (None: not kept)."""
+        self._changed: set[int] = set()
+        """The pages changed here other than by :meth:`append`."""
+        self._appended: tuple[int, str, list[list[Any]]] | None = None
         head = documents.get_document(self.key)
         head = head if isinstance(head, Mapping) else {}
+        token = head.get("token")
+        self._token = token if isinstance(token, str) else None
         self.first = _int(head.get("first"))
         self.last = max(self.first, _int(head.get("last")))
         self.bytes = _int(head.get("bytes"))
@@ -64,9 +172,12 @@ class OwnerIndex:
         items = found.get("items") if isinstance(found, Mapping) else None
         if not isinstance(items, list):
             return []
-        return [list(i) for i in items if isinstance(i, list) and len(i) == 3]
+        # (entries are never changed in place: the decoded lists are kept as they are)
+        return [i for i in items if type(i) is list and len(i) == 3]
 
     def _put_page(self, n: int, items: list[list[Any]]) -> None:
+        self._changed.add(n)
+        self._appended = None
         if items:
             self.documents.put_document(f"{self.key}:{n}", {"items": items}, ttl=self.ttl)
         else:
@@ -74,14 +185,34 @@ class OwnerIndex:
 
     # -- changes ------------------------------------------------------------------------------
 
+    def _last_page(self) -> LastPage | None:
+        """The last page as this process wrote it, if it is still what is stored."""
+        if self._last_pages is None or self._token is None or self.last in self._changed:
+            return None
+        written = self._last_pages.get(self.owner)
+        if written is None or written.token != self._token or written.number != self.last:
+            return None
+        return written
+
     def append(self, response_id: str, size: int) -> None:
         """Add the newest answer (its page is written; the head waits for :meth:`save`)."""
-        items = self._page(self.last)
+        entry = [response_id, size, time.time()]
+        written = self._last_page()
+        items = written.items if written is not None else self._page(self.last)
         if len(items) >= PAGE:
             self.last += 1
-            items = []
-        items.append([response_id, size, time.time()])
-        self._put_page(self.last, items)
+            items, written = [], None
+        items = [*items, entry]
+        key = f"{self.key}:{self.last}"
+        if isinstance(self.documents, WriteBatch):
+            if written is not None:  # the same text json would make, one entry longer
+                text = f"{written.text[:-2]},{orjson.dumps(entry).decode()}]}}"
+            else:
+                text = _plain_json(key, {"items": items})
+            self.documents.put_text(key, text, ttl=self.ttl)
+            self._appended = (self.last, text, items)
+        else:
+            self.documents.put_document(key, {"items": items}, ttl=self.ttl)
         self.bytes += size
         self.count += 1
 
@@ -93,6 +224,8 @@ class OwnerIndex:
             if items:
                 response_id, size, _ = items.pop(0)
                 if not items and self.first < self.last:
+                    self._changed.add(self.first)
+                    self._appended = None
                     self.documents.delete_document(f"{self.key}:{self.first}")
                     self.first += 1
                 else:
@@ -137,12 +270,23 @@ class OwnerIndex:
         return None
 
     def save(self) -> None:
-        """Write the head (first and last page, totals, reasons)."""
+        """Write the head (first and last page, totals, reasons, and a new token: what this
+        process knows of the last page holds while the head it wrote is there)."""
+        token = os.urandom(8).hex()
         head = {
             "first": self.first,
             "last": self.last,
             "bytes": self.bytes,
             "count": self.count,
             "gone": self._gone,
+            "token": token,
         }
         self.documents.put_document(self.key, head, ttl=self.ttl)
+        self._token = token
+        if self._last_pages is None:
+            return
+        self._last_pages.pop(self.owner, None)
+        if self._appended is not None:
+            self._last_pages[self.owner] = LastPage(token, *self._appended)
+            while len(self._last_pages) > LAST_PAGES_KEPT:
+                del self._last_pages[next(iter(self._last_pages))]

@@ -21,8 +21,8 @@ Contracts:
   oldest answer of the caller over its quota goes first, and for a total, the oldest of the
   caller who holds the most (bytes, or answers). The bookkeeping is each caller's
   :class:`~toolshim.responses_index.OwnerIndex` (a few documents: a save costs the same however
-  many it lists) and one document of totals (``responses-usage``); replicas sharing a store
-  keep them approximately (two writes at once may each miss the other's entry, which then ages
+  many it lists) and one document of totals (``responses-usage``), written with the answer in
+  one transaction of the document store; replicas sharing a store keep them approximately (two writes at once may each miss the other's entry, which then ages
   out with its TTL).
 * **Honest.** :meth:`ResponseStore.save` returns why a response could not be stored (too big,
   the store failed) so the caller is told; the reason (and an eviction's) is kept in the
@@ -40,8 +40,9 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from toolshim.capabilities.store import DocumentWrite
 from toolshim.errors import InvalidRequestError, StoreError
-from toolshim.responses_index import Documents, OwnerIndex
+from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch
 
 __all__ = [
     "ANONYMOUS",
@@ -113,9 +114,20 @@ class MemoryDocuments:
         with self._lock:
             return self._items.pop(key, None) is not None
 
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        for write in writes:
+            if write.body is None:
+                self.delete_document(write.key)
+            else:
+                self.put_document(write.key, json.loads(write.body), ttl=write.ttl)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(_json(value).encode())
 
 
 class ResponseStore:
@@ -145,6 +157,8 @@ class ResponseStore:
         self.max_responses = max_responses or None
         """Responses kept in all; beyond it the owner holding the most loses its oldest."""
         self._lock = threading.Lock()
+        self._last_pages: dict[str, LastPage] = {}
+        """The last index page written here, per owner (appending then needs no read)."""
 
     def __repr__(self) -> str:
         return f"ResponseStore({self.documents!r})"
@@ -170,12 +184,13 @@ class ResponseStore:
             "input": [dict(i) for i in new_items],
             "response": dict(response),
         }
-        size = _size(document)
+        body = _json(document)
+        size = len(body.encode())
         with self._lock:
             try:
                 reason = self._too_big(size)
                 if reason is None:
-                    self._store(owner, response_id, document, size)
+                    self._store(owner, response_id, body, size)
                     return None
             except StoreError as exc:
                 reason = f"the response store failed: {exc.message}"
@@ -192,16 +207,18 @@ class ResponseStore:
                 return f"it is {size} bytes, more than this proxy stores ({limit}, {flag})"
         return None
 
-    def _store(self, owner: str, response_id: str, document: Any, size: int) -> None:
+    def _store(self, owner: str, response_id: str, body: str, size: int) -> None:
         """Make room (the oldest of ``owner`` beyond its quota, then the oldest of the
-        heaviest owner while the total would pass ``max_bytes``), then write."""
-        index = OwnerIndex(self.documents, owner, self.ttl)
+        heaviest owner while the total would pass ``max_bytes``), then write: the answer
+        (``body``, its JSON), the indexes and the totals in one batch."""
+        batch = WriteBatch(self.documents)
+        index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
         while index.count >= MAX_RESPONSES_PER_KEY or (
             self.key_quota is not None and index.count and index.bytes + size > self.key_quota
         ):
             if not self._evict(index, _EVICTED_BY_QUOTA):
                 break
-        usage = self._usage()
+        usage = self._usage(batch)
         usage[owner] = (index.bytes, index.count)
         while usage:
             if self.max_bytes is not None and sum(u[0] for u in usage.values()) + size > (
@@ -215,39 +232,46 @@ class ResponseStore:
             else:
                 break
             heaviest = max(usage, key=lambda o: usage[o][measure])
-            theirs = index if heaviest == owner else OwnerIndex(self.documents, heaviest, self.ttl)
+            theirs = (
+                index
+                if heaviest == owner
+                else OwnerIndex(batch, heaviest, self.ttl, self._last_pages)
+            )
             evicted = self._evict(theirs, reason)
             if theirs is not index:
                 theirs.save()
             usage[heaviest] = (theirs.bytes, theirs.count)
             if not evicted or not theirs.count:
                 usage.pop(heaviest)
-        self.documents.put_document(f"response:{response_id}", document, ttl=self.ttl)
+        batch.put_text(f"response:{response_id}", body, ttl=self.ttl)
         index.append(response_id, size)
         index.save()
         usage[owner] = (index.bytes, index.count)
-        self._put_usage(usage)
+        self._put_usage(batch, usage)
+        batch.commit()
 
     def _evict(self, index: OwnerIndex, reason: str) -> bool:
         """Delete the oldest answer ``index`` lists; False when it lists none."""
         oldest = index.pop_oldest()
         if oldest is None:
             return False
-        self.documents.delete_document(f"response:{oldest[0]}")
+        index.documents.delete_document(f"response:{oldest[0]}")
         index.gone(oldest[0], reason)
         return True
 
     def _remember_gone(self, owner: str, response_id: str, reason: str) -> None:
         try:
-            index = OwnerIndex(self.documents, owner, self.ttl)
+            batch = WriteBatch(self.documents)
+            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
             index.gone(response_id, reason)
             index.save()
+            batch.commit()
         except StoreError:
             pass  # the reason is logged; the 400 will then be the generic one
 
-    def _usage(self) -> dict[str, tuple[int, int]]:
+    def _usage(self, documents: Documents) -> dict[str, tuple[int, int]]:
         """(bytes, answers) stored per owner."""
-        found = self.documents.get_document(_USAGE_KEY)
+        found = documents.get_document(_USAGE_KEY)
         if not isinstance(found, Mapping):
             return {}
         usage = {}
@@ -260,9 +284,9 @@ class ResponseStore:
                 usage[str(owner)] = (value[0], value[1])
         return usage
 
-    def _put_usage(self, usage: Mapping[str, tuple[int, int]]) -> None:
+    def _put_usage(self, documents: Documents, usage: Mapping[str, tuple[int, int]]) -> None:
         kept = {k: list(v) for k, v in usage.items() if v[1] > 0}
-        self.documents.put_document(_USAGE_KEY, kept)
+        documents.put_document(_USAGE_KEY, kept)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -372,14 +396,16 @@ class ResponseStore:
         with self._lock:
             if self._owned(response_id, owner) is None:
                 return False
-            self.documents.delete_document(f"response:{response_id}")
-            index = OwnerIndex(self.documents, owner, self.ttl)
+            batch = WriteBatch(self.documents)
+            batch.delete_document(f"response:{response_id}")
+            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
             index.remove(response_id)
             index.gone(response_id, "it was deleted")
             index.save()
-            usage = self._usage()
+            usage = self._usage(batch)
             usage[owner] = (index.bytes, index.count)
-            self._put_usage(usage)
+            self._put_usage(batch, usage)
+            batch.commit()
         return True
 
 

@@ -187,6 +187,37 @@ def test_documents_are_kept_replaced_expired_and_bounded(backend_url: str) -> No
         store.close()
 
 
+def test_documents_written_together_are_all_made_and_read_back_by_anyone(
+    backend_url: str,
+) -> None:
+    """write_documents makes puts and deletions in order, at once; a store that serves the
+    documents it wrote without reading them sees another connection's writes all the same."""
+    from toolshim.capabilities.store import DocumentWrite, document_json
+
+    first, second = open_store(backend_url), open_store(backend_url)
+    try:
+        for docs in (first, second):
+            docs.document_limit = 100  # type: ignore[attr-defined]
+        first.write_documents(  # type: ignore[attr-defined]
+            [
+                DocumentWrite("a", document_json("a", {"n": 1})),
+                DocumentWrite("b", document_json("b", [1, "é"]), ttl=60.0),
+                DocumentWrite("c", document_json("c", "gone")),
+                DocumentWrite("c", None),
+            ]
+        )
+        assert first.get_document("a") == {"n": 1}  # type: ignore[attr-defined]
+        assert second.get_document("b") == [1, "é"]  # type: ignore[attr-defined]
+        assert first.get_document("c") is None  # type: ignore[attr-defined]
+        second.write_documents([DocumentWrite("a", document_json("a", {"n": 2}))])  # type: ignore[attr-defined]
+        assert first.get_document("a") == {"n": 2}  # type: ignore[attr-defined]
+        assert second.delete_document("b") is True  # type: ignore[attr-defined]
+        assert first.get_document("b") is None  # type: ignore[attr-defined]
+    finally:
+        first.close()
+        second.close()
+
+
 def test_a_shared_store_announces_every_change(backend_url: str) -> None:
     writer, reader = open_store(backend_url), open_store(backend_url)
     heard: list[tuple[str | None, str | None]] = []

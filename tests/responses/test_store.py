@@ -118,3 +118,28 @@ def test_the_total_number_of_answers_is_made_room_for_by_the_key_holding_the_mos
     assert alice == list(range(41, 60))  # 19 of alice's, the newest, and bob's one
     with pytest.raises(InvalidRequestError, match="number of answers"):
         store.conversation("resp_0", owner="key:alice")
+
+
+def test_two_stores_sharing_documents_each_see_the_answers_the_other_indexed(
+    tmp_path: Path,
+) -> None:
+    """A store appends to the last index page it wrote without reading it again only while
+    the index's head is the one it wrote: another replica's save in between is not lost."""
+    from toolshim.responses_index import OwnerIndex
+
+    path = tmp_path / "capabilities.sqlite3"
+    one, two = SQLiteStore(path), SQLiteStore(path)
+    first, second = ResponseStore(one), ResponseStore(two)
+    try:
+        for n in range(40):
+            store = first if n % 3 else second
+            assert store.save({**response(n), "id": f"resp_{n}"}, [USER]) is None
+        index = OwnerIndex(one, "anonymous", first.ttl)
+        assert index.count == 40
+        assert all(index.find(f"resp_{n}") is not None for n in range(40))
+        assert first.delete("resp_39") and second.get("resp_39") is None
+        assert first.save({**response(40), "id": "resp_40"}, [USER]) is None
+        assert OwnerIndex(two, "anonymous", second.ttl).count == 40
+    finally:
+        one.close()
+        two.close()

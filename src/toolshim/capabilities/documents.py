@@ -19,16 +19,21 @@ The outage is reported by the registry (once), never per document.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolshim.capabilities.store import DocumentStore, document_json
+from toolshim.capabilities.store import (
+    DocumentStore,
+    DocumentWrite,
+    document_json,
+    document_text,
+    document_value,
+)
 from toolshim.errors import StoreError
 
 __all__ = ["HELD_BYTES", "HELD_LIMIT", "HeldDocuments"]
@@ -90,16 +95,40 @@ class HeldDocuments:
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
         """Keep ``document``: in the store when it answers, in memory (written back later)
         when not. StoreError only for a document that is not JSON or is too big."""
-        body = document_json(key, document)
-        expires_at = None if ttl is None else time.time() + ttl
+        self.write_documents([DocumentWrite(key, document_json(key, document), ttl)])
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        """Make ``writes`` (the store's in one transaction), as :meth:`put_document` and
+        :meth:`delete_document` would one by one: the documents put are kept here, and in
+        memory only (written back later) when the store is away or fails; a deletion is always
+        tried in the store, and raises StoreError when it fails."""
+        for write in writes:
+            if write.body is not None:
+                document_text(write.key, write.body)
+        deletes = [w.key for w in writes if w.body is None]
+        if deletes:
+            with self._lock:
+                for key in deletes:
+                    held = self._held.pop(key, None)
+                    if held is not None:
+                        self._bytes -= len(held.body)
         saved = False
-        if not self._away():
+        if deletes or not self._away():
             try:
-                self._store.put_document(key, document, ttl=ttl)
+                self._store.write_documents(writes)
                 saved = True
             except StoreError as exc:
                 self._failed(exc)
-        self._hold(key, _Held(body, expires_at, saved))
+                if deletes:
+                    raise
+        now = time.time()
+        self._hold(
+            [
+                (w.key, _Held(w.body, None if w.ttl is None else now + w.ttl, saved))
+                for w in writes
+                if w.body is not None
+            ]
+        )
 
     def get_document(self, key: str) -> Any | None:
         """The document under ``key`` (the store's, else the one held here); None if there is
@@ -148,7 +177,7 @@ class HeldDocuments:
             if held.live(now):
                 ttl = None if held.expires_at is None else held.expires_at - now
                 try:
-                    self._store.put_document(key, json.loads(held.body), ttl=ttl)
+                    self._store.write_documents([DocumentWrite(key, held.body, ttl)])
                 except StoreError as exc:
                     self._failed(exc)
                     return False
@@ -156,13 +185,14 @@ class HeldDocuments:
                 if self._held.get(key) is held:
                     held.saved = True
 
-    def _hold(self, key: str, held: _Held) -> None:
+    def _hold(self, documents: list[tuple[str, _Held]]) -> None:
         with self._lock:
-            old = self._held.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body)
-            self._held[key] = held
-            self._bytes += len(held.body)
+            for key, held in documents:
+                old = self._held.pop(key, None)
+                if old is not None:
+                    self._bytes -= len(old.body)
+                self._held[key] = held
+                self._bytes += len(held.body)
             while len(self._held) > self.limit or (
                 self._bytes > self.max_bytes and len(self._held) > 1
             ):
@@ -182,7 +212,7 @@ class HeldDocuments:
             if held is None or not held.live(time.time()):
                 return None
             body = held.body
-        return json.loads(body)
+        return document_value(body)
 
     def _is_saved(self, key: str) -> bool:
         with self._lock:

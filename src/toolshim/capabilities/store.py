@@ -33,10 +33,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+import orjson
 import platformdirs
 
 from toolshim.capabilities.facts import Fact, Source, strongest
@@ -48,10 +50,13 @@ __all__ = [
     "SCHEMES",
     "Changed",
     "DocumentStore",
+    "DocumentWrite",
     "FactStore",
     "Watch",
     "default_store_path",
     "document_json",
+    "document_text",
+    "document_value",
     "layers_by_name",
     "redact_url",
     "scrub",
@@ -151,6 +156,17 @@ class FactStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """One change in :meth:`DocumentStore.write_documents`: ``body`` (a document as
+    :func:`document_json` made it) kept under ``key`` for ``ttl`` seconds, or, when ``body``
+    is None, the document under ``key`` deleted."""
+
+    key: str
+    body: str | None
+    ttl: float | None = None
+
+
 class DocumentStore(Protocol):
     """A small bounded key → JSON document store on the same backend as the facts.
 
@@ -171,6 +187,11 @@ class DocumentStore(Protocol):
 
     def delete_document(self, key: str) -> bool:
         """Remove the document under ``key``; True if there was one."""
+        ...
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        """Make ``writes`` in order, all or none (one transaction; the limit is kept once,
+        after them): several documents changed together cost one round trip and one commit."""
         ...
 
 
@@ -242,7 +263,23 @@ def document_json(key: str, document: Any) -> str:
         body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"document {key!r} is not JSON: {exc}") from exc
-    if len(body.encode()) > MAX_DOCUMENT_BYTES:
+    return document_text(key, body)
+
+
+def document_value(body: str | bytes) -> Any:
+    """The document ``body`` holds (JSON text): orjson reads it, and what orjson refuses
+    (NaN, integers beyond 64 bits, lone surrogates) ``json`` reads, so any text
+    :func:`document_json` wrote comes back as it would from ``json.loads``."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
+def document_text(key: str, body: str) -> str:
+    """``body`` (a document already written as :func:`document_json` writes it), or StoreError
+    if it is too big to store."""
+    if len(body) * 4 > MAX_DOCUMENT_BYTES and len(body.encode()) > MAX_DOCUMENT_BYTES:
         raise StoreError(
             f"document {key!r} is {len(body.encode())} bytes; the limit is {MAX_DOCUMENT_BYTES}"
         )

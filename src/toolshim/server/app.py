@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, assert_never
@@ -232,7 +232,9 @@ def _with_request_id(send: Send) -> Send:
     """``send`` that puts the request id on every response: ``x-request-id`` (where the route
     did not) and ``request-id`` (what the anthropic SDK reads)."""
 
-    async def sending(message: Message) -> None:
+    def sending(message: Message) -> Awaitable[None]:
+        # a plain function handing back send's awaitable: no coroutine of its own per message
+        # (a streamed answer sends one per chunk)
         if message["type"] == "http.response.start":
             headers = list(message.get("headers", ()))
             names = {name.lower() for name, _ in headers}
@@ -242,7 +244,7 @@ def _with_request_id(send: Send) -> Send:
             if b"request-id" not in names:
                 headers.append((b"request-id", rid))
             message = {**message, "headers": headers}
-        await send(message)
+        return send(message)
 
     return sending
 

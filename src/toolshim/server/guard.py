@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Awaitable
 from contextvars import ContextVar
 from typing import Any
 
@@ -332,14 +333,15 @@ class _Sent:
         self.started = False
         self.finished = False
 
-    async def send(self, message: Message) -> None:
+    def send(self, message: Message) -> Awaitable[None]:
+        # send's own awaitable handed back: no coroutine of this wrapper per message
         kind = message["type"]
         if kind == "http.response.body":
             if not message.get("more_body", False):
                 self.finished = True
         elif kind == "http.response.start":
             self.started = True
-        await self._send(message)
+        return self._send(message)
 
 
 async def _disconnected() -> Message:

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
     Changed,
+    DocumentWrite,
     document_json,
+    document_value,
 )
 from toolshim.capabilities.stores.base import Forgetting, SharedStore, layer_row, stored_fact
 from toolshim.capabilities.stores.listening import ListeningWatch, Receive
@@ -235,18 +237,29 @@ class PostgresStore(SharedStore):
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = document_json(key, document)
+        self.write_documents([DocumentWrite(key, document_json(key, document), ttl)])
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
         now = time.time()
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                conn.execute(
-                    "INSERT INTO toolshim_documents (key, body, created_at, expires_at) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
-                    "body = EXCLUDED.body, created_at = EXCLUDED.created_at, "
-                    "expires_at = EXCLUDED.expires_at",
-                    (key, body, now, None if ttl is None else now + ttl),
-                )
+                for write in writes:
+                    if write.body is None:
+                        conn.execute("DELETE FROM toolshim_documents WHERE key = %s", (write.key,))
+                        continue
+                    conn.execute(
+                        "INSERT INTO toolshim_documents (key, body, created_at, expires_at) "
+                        "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
+                        "body = EXCLUDED.body, created_at = EXCLUDED.created_at, "
+                        "expires_at = EXCLUDED.expires_at",
+                        (
+                            write.key,
+                            write.body,
+                            now,
+                            None if write.ttl is None else now + write.ttl,
+                        ),
+                    )
                 conn.execute("DELETE FROM toolshim_documents WHERE expires_at <= %s", (now,))
                 conn.execute(
                     "DELETE FROM toolshim_documents WHERE key IN (SELECT key FROM "
@@ -264,7 +277,7 @@ class PostgresStore(SharedStore):
                 (key, time.time()),
             ).fetchone()
         )
-        return json.loads(row[0]) if row else None
+        return document_value(row[0]) if row else None
 
     def delete_document(self, key: str) -> bool:
         return self._run(

@@ -31,7 +31,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
     Changed,
+    DocumentWrite,
     document_json,
+    document_value,
     scrub,
 )
 from toolshim.capabilities.stores.base import Forgetting, SharedStore, stored_fact
@@ -274,24 +276,36 @@ class RedisStore(SharedStore):
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = document_json(key, document)
-        self._run(
-            lambda c: self._put_doc(
-                keys=[self.key("doc", key), self.key("docs")],
-                args=[
-                    body,
-                    repr(time.time()),
-                    "" if ttl is None else str(max(1, int(ttl * 1000))),
-                    self.document_limit,
-                    key,
-                    self.key("doc", ""),
-                ],
-            )
-        )
+        self.write_documents([DocumentWrite(key, document_json(key, document), ttl)])
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        def work(client: Any) -> None:
+            pipe = client.pipeline(transaction=True)  # MULTI … EXEC: all or none
+            now = repr(time.time())
+            for write in writes:
+                if write.body is None:
+                    pipe.delete(self.key("doc", write.key))
+                    pipe.zrem(self.key("docs"), write.key)
+                    continue
+                self._put_doc(
+                    keys=[self.key("doc", write.key), self.key("docs")],
+                    args=[
+                        write.body,
+                        now,
+                        "" if write.ttl is None else str(max(1, int(write.ttl * 1000))),
+                        self.document_limit,
+                        write.key,
+                        self.key("doc", ""),
+                    ],
+                    client=pipe,
+                )
+            pipe.execute()
+
+        self._run(work)
 
     def get_document(self, key: str) -> Any | None:
         body = self._run(lambda c: c.get(self.key("doc", key)))
-        return json.loads(body) if body is not None else None
+        return document_value(body) if body is not None else None
 
     def delete_document(self, key: str) -> bool:
         def work(client: Any) -> int:

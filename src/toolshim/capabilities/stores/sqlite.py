@@ -16,17 +16,21 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
 from typing import Any
 
 from toolshim.capabilities.facts import Fact, strongest
 from toolshim.capabilities.store import (
     DEFAULT_DOCUMENT_LIMIT,
     Changed,
+    DocumentWrite,
     Watch,
     default_store_path,
     document_json,
+    document_value,
     layers_by_name,
     standing_entries,
 )
@@ -39,6 +43,8 @@ __all__ = ["MIGRATIONS", "CapabilityStore", "SQLiteStore"]
 log = logging.getLogger("toolshim.capabilities")
 
 _COLUMNS = "upstream, model, name, source, value, updated_at, detail"
+WRITTEN_KEPT = 64
+"""How many of the documents it wrote a store serves again without reading them."""
 EXPIRED_SWEEP_SECONDS = 60.0
 """How often a document write also deletes the expired documents (a scan of the table)."""
 
@@ -69,6 +75,12 @@ class SQLiteStore(StoreFront, SQLiteOpening):
         self._lock = threading.Lock()
         self._swept = 0.0
         """When expired documents were last deleted (``time.time()``)."""
+        self._counted: tuple[int, int] | None = None
+        """(``PRAGMA data_version``, at most how many documents there are) as last known."""
+        self._written: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+        """The last documents this connection wrote (body, expires_at), newest last: what
+        they are as long as ``PRAGMA data_version`` is still :attr:`_written_at`."""
+        self._written_at: int | None = None
         self._conn = self._open()
 
     def __repr__(self) -> str:
@@ -104,6 +116,7 @@ class SQLiteStore(StoreFront, SQLiteOpening):
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
+                self._written.clear()  # what they hold may not have been committed
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
@@ -186,39 +199,96 @@ class SQLiteStore(StoreFront, SQLiteOpening):
     # -- documents ----------------------------------------------------------------------------
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        body = document_json(key, document)
+        self.write_documents([DocumentWrite(key, document_json(key, document), ttl)])
+
+    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
         now = time.time()
         with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO documents (key, body, created_at, expires_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET body = excluded.body, "
-                "created_at = excluded.created_at, expires_at = excluded.expires_at",
-                (key, body, now, None if ttl is None else now + ttl),
-            )
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            if version != self._written_at:
+                self._written.clear()  # another connection wrote: any of them may be stale
+            for deleting, run in groupby(writes, key=lambda w: w.body is None):
+                if deleting:
+                    conn.executemany("DELETE FROM documents WHERE key = ?", [(w.key,) for w in run])
+                    continue
+                conn.executemany(
+                    "INSERT INTO documents (key, body, created_at, expires_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = "
+                    "excluded.body, created_at = excluded.created_at, "
+                    "expires_at = excluded.expires_at",
+                    [(w.key, w.body, now, None if w.ttl is None else now + w.ttl) for w in run],
+                )
             if now - self._swept >= EXPIRED_SWEEP_SECONDS:
                 # a full scan (expires_at has no index): at most once a sweep period, since
                 # an expired document is never read (get_document checks expires_at)
                 conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now,))
                 self._swept = now
-            # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
-            # a count and an index walk of the surplus, not a sort of every document per write
-            (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
-            if count > self.document_limit:
-                conn.execute(
-                    "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
-                    "ORDER BY created_at, rowid LIMIT ?)",
-                    (count - self.document_limit,),
-                )
+                self._counted = None
+                self._written.clear()
+            if self._keep_limit(conn, version, sum(w.body is not None for w in writes)):
+                self._written.clear()  # which were deleted is not known here
+                writes = ()
+            for write in writes:
+                self._written.pop(write.key, None)
+                if write.body is not None:
+                    expires_at = None if write.ttl is None else now + write.ttl
+                    self._written[write.key] = (write.body, expires_at)
+            while len(self._written) > WRITTEN_KEPT:
+                self._written.popitem(last=False)
+            self._written_at = version
+
+    def _keep_limit(self, conn: sqlite3.Connection, version: int, added: int) -> bool:
+        """Delete the oldest documents beyond the limit (within a write transaction, after
+        ``added`` documents were put; ``version`` is its ``PRAGMA data_version``). Counting
+        walks an index of every document, so it is done only when the documents might be
+        over the limit: while no other connection has written (``version`` unchanged), the
+        last count plus the documents put since bounds the number from above (deletions only
+        lower it). True when documents were deleted."""
+        if self._counted is not None and self._counted[0] == version:
+            bound = self._counted[1] + added
+            if bound <= self.document_limit:
+                self._counted = (version, bound)
+                return False
+        # the oldest beyond the limit, read along the created_at index (rowid breaks ties):
+        # a count and an index walk of the surplus, not a sort of every document per write
+        (count,) = conn.execute("SELECT count(*) FROM documents").fetchone()
+        surplus = bool(count > self.document_limit)
+        if surplus:
+            conn.execute(
+                "DELETE FROM documents WHERE rowid IN (SELECT rowid FROM documents "
+                "ORDER BY created_at, rowid LIMIT ?)",
+                (count - self.document_limit,),
+            )
+            count = self.document_limit
+        self._counted = (version, count)
+        return surplus
 
     def get_document(self, key: str) -> Any | None:
-        found = self._query(
-            "SELECT body FROM documents WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
-            (key, time.time()),
-        )
-        return json.loads(found[0][0]) if found else None
+        now = time.time()
+        with self._lock:
+            try:
+                written = self._written.get(key)
+                if written is not None:
+                    # written here, and nobody else has written since: no need to read it
+                    (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+                    if version == self._written_at:
+                        body, expires_at = written
+                        return (
+                            document_value(body) if expires_at is None or expires_at > now else None
+                        )
+                    self._written.clear()
+                found = self._conn.execute(
+                    "SELECT body FROM documents WHERE key = ? "
+                    "AND (expires_at IS NULL OR expires_at > ?)",
+                    (key, now),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read the capability store at {self.path}: {exc}") from exc
+        return document_value(found[0][0]) if found else None
 
     def delete_document(self, key: str) -> bool:
         with self._transaction() as conn:
+            self._written.pop(key, None)
             return int(conn.execute("DELETE FROM documents WHERE key = ?", (key,)).rowcount) > 0
 
     def close(self) -> None:

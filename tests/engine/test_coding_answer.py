@@ -110,7 +110,10 @@ async def test_the_call_just_made_written_again_with_a_fix_still_to_make_is_re_a
     request = codex_request(("cat calc.py", "def add(a, b):\n    return a - b\n"))
     request["messages"][0]["content"] = "Primary working directory: /w\nFix the bug in calc.py."
     await engine.acomplete(request)
-    assert "you already called exec_command" in seen[1]["messages"][-1]["content"]
+    reask = seen[1]["messages"][-1]["content"]
+    assert "you already called exec_command" in reask
+    # the result stands just above in the prompt: not quoted again (the cache serves it)
+    assert "have its result: (above)" in reask and "return a - b" not in reask
 
 
 async def test_the_call_just_made_written_again_after_a_pipeline_wrote_a_file_looks_at_it() -> None:

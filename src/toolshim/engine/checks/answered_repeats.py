@@ -64,17 +64,21 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
     for call, result in repeated:
         shown = json.dumps(call.arguments, ensure_ascii=False)
         quoted = result if len(result) <= _RESULT_QUOTE else result[: _RESULT_QUOTE - 3] + "..."
+        # A coding agent's results stand in the prompt just above the re-ask, in the
+        # question's turn: quoted again, they were most of what llama.cpp's cache could not
+        # serve of a re-ask (a traceback, a file read, 100-250 tokens).
+        said = "(above)" if turn.one_step else repr(quoted)
         if is_error_result(result):
             # BFCL's multi-turn file system: the 0.5B repeated a failed cat() where a cd()
             # first would have fixed it, and was told to answer with the error.
             problems.append(
-                f"you already called {call.name}({shown}) and it failed: {quoted!r}. The same "
+                f"you already called {call.name}({shown}) and it failed: {said}. The same "
                 "call fails the same way: change its arguments, or first make the call that "
                 "fixes what the error says (the folder to move to, the value to look up)"
             )
             continue
         problems.append(
-            f"you already called {call.name}({shown}) and have its result: {quoted!r}. Do not "
+            f"you already called {call.name}({shown}) and have its result: {said}. Do not "
             "call it again: answer the user's question with this result now, or call a "
             "different tool if you still need something else"
         )

@@ -10,18 +10,9 @@ from typing import Any
 from toolshim.capabilities import Registry
 from toolshim.engine import Engine
 from toolshim.testing import FunctionUpstream
+from toolshim.testing.tools import function_tool
 
-SHELL = {
-    "type": "function",
-    "function": {
-        "name": "exec_command",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-        },
-    },
-}
+SHELL = function_tool("exec_command", cmd="string")
 PLAN = {"type": "function", "function": {"name": "update_plan", "parameters": {}}}
 ASK = "Primary working directory: /w\nWhat is the first line of notes.txt? Tell me."
 

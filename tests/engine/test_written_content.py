@@ -14,6 +14,7 @@ from toolshim.engine import Engine
 from toolshim.engine.checks.file_syntax import rewritten, unreadable, written_file
 from toolshim.engine.checks.number_content import number_asked
 from toolshim.testing import FunctionUpstream
+from toolshim.testing.tools import function_tool
 
 
 def call(name: str, arguments: dict[str, Any]) -> ParsedCall:
@@ -59,17 +60,7 @@ def test_a_file_of_a_kind_read_without_running_it(path: str, content: str, reada
     assert (unreadable(path, content) is None) is readable
 
 
-SHELL = {
-    "type": "function",
-    "function": {
-        "name": "exec_command",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-        },
-    },
-}
+SHELL = function_tool("exec_command", cmd="string")
 ASK = "Create hello.py, a Python program that prints Hello, World!"
 TEXT = "[exec_command(cmd=\"cat > hello.py <<'EOF'\\nHello, World!\\nEOF\")]"
 PROGRAM = "[exec_command(cmd=\"cat > hello.py <<'EOF'\\nprint('Hello, World!')\\nEOF\")]"

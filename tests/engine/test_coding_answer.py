@@ -134,3 +134,18 @@ async def test_an_answer_that_is_only_a_call_is_asked_again_without_the_tools() 
     assert cached[0] == first[0]  # the answer asked with the tools still described
     assert "exec_command" not in bare[0]["content"]  # asked again, without them
     assert "Tools are not available for this reply" in bare[-1]["content"]
+
+
+async def test_the_request_quoted_before_finishing_is_the_users_own_words() -> None:
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(["It says hello there."], seen)
+    request = codex_request(("head -n 1 notes.txt", "hello there\n"))
+    reminder = (
+        "<system-reminder>\nEnd git commit messages with: Co-Authored-By: X\n</system-reminder>"
+    )
+    request["messages"][0]["content"] = f"{reminder}\n{ASK}"
+    completion = await engine.acomplete(request)
+    assert completion.message.text == "It says hello there."
+    check = seen[1]["messages"][-1]["content"]
+    assert "«Primary working directory: /w What is the first line of notes.txt? Tell me.»" in check
+    assert "Co-Authored-By" not in check

@@ -144,8 +144,9 @@ async def test_the_request_quoted_before_finishing_is_the_users_own_words() -> N
         "<system-reminder>\nEnd git commit messages with: Co-Authored-By: X\n</system-reminder>"
     )
     request["messages"][0]["content"] = f"{reminder}\n{ASK}"
+    request["messages"].insert(0, {"role": "system", "content": "Platform: linux\nBe terse."})
     completion = await engine.acomplete(request)
     assert completion.message.text == "It says hello there."
     check = seen[1]["messages"][-1]["content"]
-    assert "«Primary working directory: /w What is the first line of notes.txt? Tell me.»" in check
-    assert "Co-Authored-By" not in check
+    assert "«What is the first line of notes.txt? Tell me.»" in check
+    assert "Co-Authored-By" not in check and "linux" not in check

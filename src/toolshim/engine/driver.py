@@ -36,6 +36,7 @@ from functools import partial
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.files_named import untagged
+from toolshim.engine.focus import without_environment
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.plans import described_tool, tries_planned_step
@@ -333,12 +334,14 @@ LOOK_WARNING = (
 
 def _quoted_question(turn: Turn) -> str:
     """The user's last words before the results, quoted (the last 300 characters, without the
-    blocks a client adds in tags)."""
+    blocks a client adds in tags and the environment lines)."""
     for message in reversed(turn.request.messages):
         if message.role == "user" and message.text.strip():
-            # The user's own words: Claude Code's <system-reminder> about commits filled most
-            # of the 300 characters quoted, and each quote was new to the upstream's cache.
-            text = " ".join(untagged(message.text).split()) or " ".join(message.text.split())
+            # The user's own words: Claude Code's <system-reminder> about commits and the
+            # environment lines filled most of the 300 characters quoted, each quote new to
+            # the upstream's cache.
+            said = without_environment(untagged(message.text))
+            text = " ".join(said.split()) or " ".join(message.text.split())
             return f"«{text[-300:]}»"
     return "(above)."
 

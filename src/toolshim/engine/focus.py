@@ -113,6 +113,13 @@ _ENVIRONMENT = re.compile(
 )
 
 
+def without_environment(text: str) -> str:
+    """``text`` without the environment lines :func:`brief_system` moves into the first user
+    message (and their ``Environment:`` heading): the user's own words."""
+    kept = _ENVIRONMENT.sub("", text)
+    return re.sub(r"(?m)^Environment:[ \t]*$", "", kept)
+
+
 def brief_system(request: ChatRequest) -> tuple[ChatRequest, int]:
     """The request with its system and developer messages replaced by :data:`BRIEF`, the
     environment lines they held moved to the start of the first user message, and how many

@@ -60,7 +60,7 @@ def emulation_request(
     tools = request.function_tools
     text = None
     if instructions and request.wants_tools and tools:
-        text = rendered_tools(turn.dialect, defused_tools(_shown(turn, tools)), turn.prompt_options)
+        text = _described(turn, tools)
     said = defused_results(request.messages)  # a result cannot close or open the prompt's tags
     if text is None and turn.results_in:
         # An answer from the results. A coding agent's prompt keeps its tools in it (the
@@ -70,7 +70,7 @@ def emulation_request(
         # again after a reply that was only a call (``extra``), the tools are left out: with
         # them still described, the 0.5B wrote the call again and its text was the answer.
         kept = (
-            rendered_tools(turn.dialect, defused_tools(_shown(turn, tools)), turn.prompt_options)
+            _described(turn, tools)
             if turn.one_step and request.wants_tools and tools and not extra
             else None
         )
@@ -103,9 +103,10 @@ def emulation_request(
     return replace(request, messages=messages, stream=stream, params=params).without_tools()
 
 
-def _shown(turn: Turn, tools: Sequence[ToolSpec]) -> Sequence[ToolSpec]:
-    """The tools as the prompt describes them (condensed for a small model)."""
-    return condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
+def _described(turn: Turn, tools: Sequence[ToolSpec]) -> str:
+    """The tool instructions of the turn's prompt (the tools condensed for a small model)."""
+    shown = condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
+    return rendered_tools(turn.dialect, defused_tools(shown), turn.prompt_options)
 
 
 STEP_MAX_TOKENS = 1024

@@ -21,6 +21,7 @@ from toolshim.evaluation.bfcl import (
     load_cases,
     score,
 )
+from toolshim.evaluation.bfcl_runner import EvalRunner
 from toolshim.evaluation.report import (
     Summary,
     load_report,
@@ -30,7 +31,7 @@ from toolshim.evaluation.report import (
     write_chart,
     write_report,
 )
-from toolshim.evaluation.runner import BASELINES, CaseRecord, EvalConfig, EvalRunner
+from toolshim.evaluation.runner import BASELINES, CaseRecord, EvalConfig
 
 __all__ = [
     "BASELINES",

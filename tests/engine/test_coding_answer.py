@@ -123,10 +123,34 @@ async def test_the_call_just_made_written_again_after_a_pipeline_wrote_a_file_lo
     assert any("sent a look at that file" in w for w in completion.meta.warnings)
 
 
-async def test_an_answer_that_is_only_a_call_is_asked_again_without_the_tools() -> None:
+async def test_an_answer_that_is_only_the_call_again_is_that_calls_result() -> None:
     seen: list[dict[str, Any]] = []
     again = '[exec_command(cmd="head -n 1 notes.txt")]'
-    engine = engine_for([again, again, "The first line is: hello there"], seen)
+    engine = engine_for([again, again, "never asked"], seen)
+    completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
+    assert completion.message.text == (
+        'exec_command(cmd="head -n 1 notes.txt") returned:\nhello there'
+    )
+    assert not completion.message.tool_calls
+    assert len(seen) == 2  # no third request, without the tools and so without the cache
+    assert any("the answer is that result" in w for w in completion.meta.warnings)
+
+
+async def test_a_streamed_answer_that_is_only_the_call_again_is_that_calls_result() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="head -n 1 notes.txt")]'
+    engine = engine_for([again, again, "never asked"], seen)
+    request = {**codex_request(("head -n 1 notes.txt", "hello there\n")), "stream": True}
+    text = "".join([c.content async for c in engine.astream(request) if c.content])
+    assert text == 'exec_command(cmd="head -n 1 notes.txt") returned:\nhello there'
+    assert len(seen) == 2
+
+
+async def test_an_answer_that_is_only_a_new_call_is_asked_again_without_the_tools() -> None:
+    seen: list[dict[str, Any]] = []
+    again = '[exec_command(cmd="head -n 1 notes.txt")]'
+    other = '[exec_command(cmd="cat notes.txt")]'
+    engine = engine_for([again, other, "The first line is: hello there"], seen)
     completion = await engine.acomplete(codex_request(("head -n 1 notes.txt", "hello there\n")))
     assert completion.message.text == "The first line is: hello there"
     assert len(seen) == 3

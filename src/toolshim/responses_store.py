@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from toolshim.capabilities.store import DocumentWrite
+from toolshim.capabilities.store import DocumentWrite, compact_json
 from toolshim.errors import InvalidRequestError, StoreError
 from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch
 
@@ -122,12 +122,8 @@ class MemoryDocuments:
                 self.put_document(write.key, json.loads(write.body), ttl=write.ttl)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _size(value: Any) -> int:
-    return len(_json(value).encode())
+    return len(compact_json(value).encode())
 
 
 class ResponseStore:
@@ -184,7 +180,7 @@ class ResponseStore:
             "input": [dict(i) for i in new_items],
             "response": dict(response),
         }
-        body = _json(document)
+        body = compact_json(document)
         size = len(body.encode())
         with self._lock:
             try:

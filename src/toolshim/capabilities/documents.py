@@ -102,10 +102,12 @@ class HeldDocuments:
         :meth:`delete_document` would one by one: the documents put are kept here, and in
         memory only (written back later) when the store is away or fails; a deletion is always
         tried in the store, and raises StoreError when it fails."""
+        deletes = []
         for write in writes:
-            if write.body is not None:
+            if write.body is None:
+                deletes.append(write.key)
+            else:
                 document_text(write.key, write.body)
-        deletes = [w.key for w in writes if w.body is None]
         if deletes:
             with self._lock:
                 for key in deletes:

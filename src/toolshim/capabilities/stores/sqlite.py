@@ -254,27 +254,37 @@ class SQLiteStore(StoreFront, SQLiteOpening):
         return surplus
 
     def get_document(self, key: str) -> Any | None:
+        return self.get_documents((key,))[0]
+
+    def get_documents(self, keys: Sequence[str]) -> list[Any | None]:
+        """The document under each key (None where there is none): those this connection
+        wrote come from memory after one check that nobody else has written since."""
         now = time.time()
+        bodies: list[str | None] = []
         with self._lock:
             try:
-                written = self._written.get(key)
-                if written is not None:
-                    # written here, and nobody else has written since: no need to read it
-                    (version,) = self._conn.execute("PRAGMA data_version").fetchone()
-                    if version == self._written_at:
+                written_here = self._written
+                for key in keys if written_here else ():
+                    if key in written_here:
+                        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+                        if version != self._written_at:
+                            written_here.clear()  # another connection wrote: any may be stale
+                        break
+                for key in keys:
+                    written = self._written.get(key)
+                    if written is not None:
                         body, expires_at = written
-                        return (
-                            document_value(body) if expires_at is None or expires_at > now else None
-                        )
-                    self._written.clear()
-                found = self._conn.execute(
-                    "SELECT body FROM documents WHERE key = ? "
-                    "AND (expires_at IS NULL OR expires_at > ?)",
-                    (key, now),
-                ).fetchall()
+                        bodies.append(body if expires_at is None or expires_at > now else None)
+                        continue
+                    found = self._conn.execute(
+                        "SELECT body FROM documents WHERE key = ? "
+                        "AND (expires_at IS NULL OR expires_at > ?)",
+                        (key, now),
+                    ).fetchall()
+                    bodies.append(found[0][0] if found else None)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot read the capability store at {self.path}: {exc}") from exc
-        return document_value(found[0][0]) if found else None
+        return [None if body is None else document_value(body) for body in bodies]
 
     def delete_document(self, key: str) -> bool:
         with self._transaction() as conn:

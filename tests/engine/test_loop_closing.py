@@ -85,18 +85,6 @@ async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect:
     assert "never repeat a call whose result you already have" in last
 
 
-async def test_after_a_failed_call_the_note_asks_for_the_call_that_fixes_it() -> None:
-    upstream = FakeUpstream(["The lookup failed: no such city.", "It is 18°C in Paris."])
-    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
-    failed = '{"error": "no such city: paris"}'
-    await engine.acomplete(body(USER, CALLED, {**RESULT, "content": failed}))
-    await engine.acomplete(body(USER, CALLED, RESULT))
-    after_error, after_result = (h["messages"][-1]["content"] for h in upstream.history)
-    assert "A call failed: if another call can fix what its error says" in after_error
-    assert "if nothing can, say what failed" in after_error
-    assert "A call failed" not in after_result
-
-
 async def test_an_emulated_request_gets_a_default_cap_and_the_dialects_stop_sequence() -> None:
     upstream = FakeUpstream(
         ['<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'] * 3

@@ -146,20 +146,10 @@ def results_note(
     (:mod:`~toolshim.engine.files_named`)."""
     target = "the question" if asked else "the user"
     if not agent:
-        # After a failed call both small models answered with the error where one more call
-        # fixed it (BFCL's file system: 25 of the 0.5B's 45 results were errors, and the step
-        # after them was never a call; a ``cd`` into the folder, then the call again, was).
-        fix = (
-            "A call failed: if another call can fix what its error says (a folder to move "
-            "into first, a value to look up, an argument in another form), make that call "
-            "now; if nothing can, say what failed. "
-            if errors
-            else ""
-        )
         return (
-            f"Use these results to answer {target}. {fix}If they give what is needed, answer "
-            "now in plain words, without a tool call. Call a tool only to get information "
-            "these results do not give, and never repeat a call whose result you already have."
+            f"Use these results to answer {target}. If they give what is needed, answer now in "
+            "plain words, without a tool call. Call a tool only to get information these "
+            "results do not give, and never repeat a call whose result you already have."
         )
     failed = (
         "A call failed: do not make it again as it was; change its arguments or use another tool. "

@@ -173,6 +173,54 @@ def test_pythonic_reads_strings_between_typographic_quotes(reply: str, city: str
     assert not PythonicDialect().parse("He said “get_weather” twice.", TOOLS).calls
 
 
+FILES = [
+    ToolSpec(
+        "mv",
+        "",
+        {
+            "type": "object",
+            "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+        },
+    ),
+    ToolSpec(
+        "tail",
+        "",
+        {
+            "type": "object",
+            "properties": {"file_name": {"type": "string"}, "lines": {"type": "integer"}},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("[mv(log.txt, archive)]", ("mv", {"source": "log.txt", "destination": "archive"})),
+        ("[mv(source=notes, destination='a')]", ("mv", {"source": "notes", "destination": "a"})),
+        (
+            "[tail(file_name=report.txt, lines=20)]",
+            ("tail", {"file_name": "report.txt", "lines": 20}),
+        ),
+    ],
+)
+def test_pythonic_reads_a_bare_name_as_the_string_a_string_parameter_takes(
+    reply: str, expected: tuple[str, dict[str, object]]
+) -> None:
+    """The 1.5B on BFCL's file system, re-asked "'workspace' is a name, not a value", wrote
+    ``cd(folder=workspace)`` and ``mv(log.txt, archive)`` again."""
+    (call,) = PythonicDialect().parse(reply, FILES).calls
+    assert (call.name, call.arguments) == expected and call.problem is None
+
+
+@pytest.mark.parametrize(
+    "reply", ["[tail(file_name='a', lines=twenty)]", "[mv(source=f(x), destination='a')]"]
+)
+def test_pythonic_still_refuses_a_name_where_no_string_is_taken(reply: str) -> None:
+    (call,) = PythonicDialect().parse(reply, FILES).calls
+    assert call.problem is not None and "literal" in call.problem
+
+
 def test_history_with_broken_arguments_still_renders() -> None:
     broken = ToolCall("c1", "run_code", arguments="{not json")
     for name in available_dialects():

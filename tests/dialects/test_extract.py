@@ -139,8 +139,11 @@ def test_broken_calls_carry_a_problem() -> None:
     assert call.problem is not None and "not a call" in call.problem
     (call,) = parse_reply('{"name": "get_weather", "arguments": "Paris"}', TOOLS).calls
     assert call.problem == "the arguments are not a JSON object"
-    (call,) = parse_reply("[get_weather(city=town)]", TOOLS).calls
+    (call,) = parse_reply("[get_weather(city=town + suffix)]", TOOLS).calls
     assert call.problem is not None and "literal" in call.problem
+    # A bare name where a string is taken is that string (the checks judge whether it was said).
+    (call,) = parse_reply("[get_weather(city=town)]", TOOLS).calls
+    assert call.problem is None and call.arguments == {"city": "town"}
     (call,) = parse_reply(
         '{"name": "get_weather", "description": "d", "parameters": '
         '{"type": "object", "properties": {"city": {"type": "string"}}}}',

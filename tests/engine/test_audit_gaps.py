@@ -239,6 +239,28 @@ async def test_an_emulated_repeat_of_a_call_that_worked_is_answered_from_the_res
     assert any("answered from the results without tools" in w for w in out.meta.warnings)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_question(
+    stream: bool,
+) -> None:
+    """Asked "And in Oslo?" after Paris's weather, the 0.5B wrote Paris's call again and,
+    answered from the results at once, gave Oslo Paris's weather."""
+    paris = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    oslo = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
+    upstream = FakeUpstream([paris, oslo])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    body = answered()
+    body["messages"] += [
+        {"role": "assistant", "content": "It is sunny in Paris."},
+        {"role": "user", "content": "And in Oslo?"},
+    ]
+    out = await serve(engine, body, stream)
+    assert [json.loads(c["arguments"]) for c in out.calls.values()] == [{"city": "Oslo"}]
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert 'you already called get_weather({"city": "Paris"}) for an earlier question' in reask
+    assert 'The question now is: "And in Oslo?"' in reask
+
+
 async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_answer() -> None:
     """BFCL's file system: the 0.5B repeated a failed cat() where a cd() first would fix it."""
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'

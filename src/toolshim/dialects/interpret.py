@@ -475,12 +475,14 @@ def _python_call(node: ast.Call, name: str, index: ToolIndex, raw: str) -> Parse
     arguments: dict[str, Any] = {}
     problem = None
     order = index.parameter_order(name)
+    unquoted = False
     try:
         for i, arg in enumerate(node.args):
             if i >= len(order):
                 problem = f"{name!r} got a positional argument it has no parameter for"
                 break
-            arguments[order[i]] = literal(arg)
+            arguments[order[i]], bare = _argument(arg, index.parameter_type(name, order[i]))
+            unquoted = unquoted or bare
         for kw in node.keywords:
             if kw.arg is None:
                 value = literal(kw.value)
@@ -488,7 +490,23 @@ def _python_call(node: ast.Call, name: str, index: ToolIndex, raw: str) -> Parse
                     raise ValueError("** must be followed by a dict of arguments")
                 arguments.update(value)
                 continue
-            arguments[kw.arg] = literal(kw.value)
+            arguments[kw.arg], bare = _argument(kw.value, index.parameter_type(name, kw.arg))
+            unquoted = unquoted or bare
     except ValueError as exc:
         problem = f"the arguments of {name!r} must be literal values: {exc}"
-    return ParsedCall(name, arguments, raw, problem)
+    return ParsedCall(name, arguments, raw, problem, repaired=unquoted and problem is None)
+
+
+def _argument(node: ast.expr, kind: str | None) -> tuple[Any, bool]:
+    """An argument's value, and whether it was a string written without quotes: a bare name
+    or dotted name (``workspace``, ``log.txt``) where the parameter takes a string. Re-asked
+    as "'workspace' is a name, not a value", the 1.5B wrote ``cd(folder=workspace)`` and
+    ``mv(log.txt, archive)`` again on BFCL's file system. Whether the value was said is
+    the checks' to judge, as for any value."""
+    if kind == "string" and not (
+        isinstance(node, ast.Name) and node.id.lower() in ("true", "false", "null", "none")
+    ):
+        bare = _dotted(node)
+        if bare is not None:
+            return bare, True
+    return literal(node), False

@@ -37,9 +37,10 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.files_named import untagged
 from toolshim.engine.focus import without_environment
+from toolshim.engine.invented import invented_numbers
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
-from toolshim.engine.plans import described_tool, tries_planned_step
+from toolshim.engine.plans import can_open, described_tool, tries_planned_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
 from toolshim.engine.validate import reask_message
@@ -186,8 +187,10 @@ class TurnDriver:
     """Returned in place of :attr:`confirm`: a look at the file a command wrote
     (:mod:`.look_written`)."""
     describes: Callable[[str], bool] | None = None
-    """Whether a text answer tells the user to call a tool: opened as that call instead
-    (:func:`~toolshim.engine.plans.described_tool`), when its prose was not sent yet."""
+    """Whether a text answer tells the user to call a tool
+    (:func:`~toolshim.engine.plans.described_tool`) or gives numbers nothing in the
+    conversation holds, in a later turn (:mod:`.invented`): opened as a call instead, when
+    its prose was not sent yet."""
     failed: bool = False
     """A call failed and none has made its tool work since: an answer that says nothing of
     a failure is asked for again without tools (:mod:`.unreported`)."""
@@ -368,7 +371,10 @@ def driver_for(turn: Turn) -> TurnDriver:
         decision=turn.strategy is Strategy.DECISION,
         reasks=turn.reasks,
         failed=not turn.one_step and bool(unrecovered_errors(turn.request.messages)),
-        describes=lambda answer: described_tool(turn, answer) is not None,
+        describes=lambda answer: (
+            described_tool(turn, answer) is not None
+            or (can_open(turn) and bool(invented_numbers(turn, answer)))
+        ),
     )
 
 

@@ -38,6 +38,7 @@ from toolshim.engine.checks.number_content import as_asked
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
+from toolshim.engine.invented import invented_numbers
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_file import (
@@ -108,7 +109,7 @@ async def next_step(
             turn.warn(planned_warning(opening[0], call.name))
             return call
     if not turn.one_step:
-        return None  # opened for its plan alone
+        return await _invented_step(turn, extra, body, answer)
     looked = looked_content(turn.request.messages)
     if looked is not None:
         return await _content_step(turn, extra, body, answer, looked)
@@ -155,6 +156,28 @@ async def next_step(
         turn.warn(
             f"the model answered where a step was left; opened as a call, it wrote {call.name!r}"
         )
+    return call
+
+
+async def _invented_step(
+    turn: Turn,
+    extra: Sequence[Message],
+    body: Callable[[Sequence[Message]], ChatRequest],
+    answer: str,
+) -> ParsedCall | None:
+    """The call an answer that invents numbers is opened as (:mod:`.invented`), when its
+    values are in the conversation; None otherwise (the answer stands)."""
+    invented = invented_numbers(turn, answer) if can_open(turn) else ()
+    prefill = turn.dialect.call_opening(None) if invented else None
+    if prefill is None:
+        return None
+    call = await _opened_step(turn, extra, body, prefill)
+    if call is None or made_up_calls(turn, [call]) != ([call], []):
+        return None
+    turn.warn(
+        f"the model answered a later question with values no message or result gives "
+        f"({', '.join(invented)}); opened as a call, it wrote {call.name!r}"
+    )
     return call
 
 

@@ -5,6 +5,10 @@ quoted ("you already have this result …: answer the user or call something els
 model writes it again under ``tool_choice: "auto"``, the answer is asked for without tools,
 from the results (:attr:`Turn.answer_now`); a forced ``tool_choice`` returns the call (polling
 the same tool can be what is meant), with the warning the engine adds for any repeat.
+
+A call repeated from an earlier question (the request ends with the user's new message) is
+re-asked with that question quoted, once, whether its result worked or not: the model
+copied the earlier turn.
 """
 
 from __future__ import annotations
@@ -46,6 +50,18 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
         )
         return []
     worked = not any(is_error_result(result) for _, result in repeated)
+    question = _new_question(turn)
+    if question is not None:
+        # The results are an earlier question's: asked "And in Oslo?" after Paris's weather,
+        # the 0.5B wrote ``get_weather(city="Paris")`` again, and answered from the results
+        # at once, it gave Oslo Paris's 18°C (every "several user turns" task it failed).
+        return [
+            f"you already called {call.name}({json.dumps(call.arguments, ensure_ascii=False)})"
+            f" for an earlier question, and its result is above. The question now is: "
+            f"{question} Make the call this question needs, with its own values; if that "
+            "result already answers it, answer in plain words"
+            for call, _ in repeated
+        ]
     if worked and (not turn.one_step or _nothing_left(turn, [call for call, _ in repeated])):
         # Told so, the 0.5B wrote the same call again in 56 of its 100 agent tasks: the
         # re-ask cost a request and changed nothing. The answer is asked for from the results
@@ -92,6 +108,26 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
                 + (f", for example: {read}" if read else "")
             )
     return problems
+
+
+_QUESTION_QUOTE = 300
+"""Characters of a new question quoted in the re-ask (the rest is elided)."""
+
+
+def _new_question(turn: Turn) -> str | None:
+    """The user's message that ends the request when it is not a coding agent's turn (whose
+    messages carry its environment): a question asked since every result the history holds.
+    None when results came after the last question."""
+    messages = turn.request.messages
+    if turn.one_step or not messages or messages[-1].role != "user":
+        return None
+    text = " ".join(messages[-1].text.split())
+    if not text:
+        return None
+    return json.dumps(
+        text if len(text) <= _QUESTION_QUOTE else text[: _QUESTION_QUOTE - 3] + "...",
+        ensure_ascii=False,
+    )
 
 
 def _nothing_left(turn: Turn, calls: Sequence[ParsedCall]) -> bool:

@@ -297,7 +297,12 @@ class Engine:
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
-            planned=steps_left(self.plans, chat.messages, coding=bool(left_out)),
+            # Steps left are opened as calls: a request without tools has none to open.
+            planned=(
+                steps_left(self.plans, chat.messages, coding=bool(left_out))
+                if chat.function_tools
+                else ()
+            ),
             plans=self.plans,
         )
         for note in schema_notes:

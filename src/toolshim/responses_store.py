@@ -40,9 +40,9 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from toolshim.capabilities.store import DocumentWrite
+from toolshim.capabilities.store import DocumentWrite, compact_json
 from toolshim.errors import InvalidRequestError, StoreError
-from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch
+from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch, head_key
 
 __all__ = [
     "ANONYMOUS",
@@ -122,12 +122,8 @@ class MemoryDocuments:
                 self.put_document(write.key, json.loads(write.body), ttl=write.ttl)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _size(value: Any) -> int:
-    return len(_json(value).encode())
+    return len(compact_json(value).encode())
 
 
 class ResponseStore:
@@ -184,7 +180,7 @@ class ResponseStore:
             "input": [dict(i) for i in new_items],
             "response": dict(response),
         }
-        body = _json(document)
+        body = compact_json(document)
         size = len(body.encode())
         with self._lock:
             try:
@@ -212,6 +208,7 @@ class ResponseStore:
         heaviest owner while the total would pass ``max_bytes``), then write: the answer
         (``body``, its JSON), the indexes and the totals in one batch."""
         batch = WriteBatch(self.documents)
+        batch.prefetch((head_key(owner), _USAGE_KEY))  # the two read on every save, together
         index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
         while index.count >= MAX_RESPONSES_PER_KEY or (
             self.key_quota is not None and index.count and index.bytes + size > self.key_quota
@@ -272,16 +269,14 @@ class ResponseStore:
     def _usage(self, documents: Documents) -> dict[str, tuple[int, int]]:
         """(bytes, answers) stored per owner."""
         found = documents.get_document(_USAGE_KEY)
-        if not isinstance(found, Mapping):
+        if type(found) is not dict and not isinstance(found, Mapping):
             return {}
         usage = {}
         for owner, value in found.items():
-            if (
-                isinstance(value, list)
-                and len(value) == 2
-                and all(isinstance(v, int) for v in value)
-            ):
-                usage[str(owner)] = (value[0], value[1])
+            if isinstance(value, list) and len(value) == 2:
+                size, count = value
+                if isinstance(size, int) and isinstance(count, int):
+                    usage[str(owner)] = (size, count)
         return usage
 
     def _put_usage(self, documents: Documents, usage: Mapping[str, tuple[int, int]]) -> None:

@@ -38,6 +38,12 @@ class _Empty(Mapping[str, Any]):
     def __len__(self) -> int:
         return 0
 
+    def __contains__(self, key: object) -> bool:
+        return False  # (Mapping's own raises and catches a KeyError)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default  # (as above: read on every streamed chunk)
+
     def __hash__(self) -> int:
         return 0
 

@@ -102,10 +102,12 @@ class HeldDocuments:
         :meth:`delete_document` would one by one: the documents put are kept here, and in
         memory only (written back later) when the store is away or fails; a deletion is always
         tried in the store, and raises StoreError when it fails."""
+        deletes = []
         for write in writes:
-            if write.body is not None:
+            if write.body is None:
+                deletes.append(write.key)
+            else:
                 document_text(write.key, write.body)
-        deletes = [w.key for w in writes if w.body is None]
         if deletes:
             with self._lock:
                 for key in deletes:
@@ -133,18 +135,35 @@ class HeldDocuments:
     def get_document(self, key: str) -> Any | None:
         """The document under ``key`` (the store's, else the one held here); None if there is
         none; StoreError if the store is away and it is not held here."""
-        problem: StoreError | None = None
-        if not self._away():
-            try:
-                found = self._store.get_document(key)
-            except StoreError as exc:
-                self._failed(exc)
-                problem = exc
-            else:
-                if found is not None:
-                    return found
-                held = self._held_copy(key)
-                return held if held is not None and not self._is_saved(key) else None
+        if self._away():
+            return self._unread(key, None)
+        try:
+            found = self._store.get_document(key)
+        except StoreError as exc:
+            self._failed(exc)
+            return self._unread(key, exc)
+        return found if found is not None else self._unsaved(key)
+
+    def get_documents(self, keys: Sequence[str]) -> list[Any | None]:
+        """:meth:`get_document` of each key, read together where the store can (SQLite: one
+        check that its cache is current for them all)."""
+        read = getattr(self._store, "get_documents", None)
+        if read is None or self._away() or not keys:
+            return [self.get_document(key) for key in keys]
+        try:
+            found: list[Any | None] = read(keys)
+        except StoreError as exc:
+            self._failed(exc)  # the first key as get_document would answer, then the others
+            return [self._unread(keys[0], exc), *(self.get_document(k) for k in keys[1:])]
+        return [f if f is not None else self._unsaved(k) for k, f in zip(keys, found, strict=True)]
+
+    def _unsaved(self, key: str) -> Any | None:
+        """What the store lacks under ``key``: the copy held here if it was never saved."""
+        held = self._held_copy(key)
+        return held if held is not None and not self._is_saved(key) else None
+
+    def _unread(self, key: str, problem: StoreError | None) -> Any | None:
+        """The copy held here of a document the store cannot give (away, or ``problem``)."""
         held = self._held_copy(key)
         if held is not None:
             return held

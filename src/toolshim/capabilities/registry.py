@@ -27,7 +27,6 @@ from typing import Any
 
 from toolshim.capabilities.facts import (
     FACT_NAMES,
-    STRATEGIES,
     Fact,
     Source,
     Support,
@@ -35,6 +34,7 @@ from toolshim.capabilities.facts import (
     merge,
     strongest,
 )
+from toolshim.capabilities.known import KnownFacts
 from toolshim.capabilities.mirror import StoreMirror
 from toolshim.capabilities.report import (
     ANY_UPSTREAM,
@@ -183,45 +183,33 @@ class Registry(StoreMirror):
         self._merged[key] = (now, merged)
         return merged
 
+    def model_facts(self, upstream: str, model: str) -> KnownFacts:
+        """The effective facts about ``model``, read once (what a turn decides from)."""
+        return KnownFacts(model, self.facts(upstream, model))
+
     def fact(self, upstream: str, model: str, name: str) -> Fact | None:
         return self.facts(upstream, model).get(name)
 
     def native_tools(self, upstream: str, model: str) -> Support:
-        fact = self.fact(upstream, model, "native_tools")
-        return fact.support if fact else Support.UNKNOWN
+        return self.model_facts(upstream, model).native_tools()
 
     def supports(self, upstream: str, model: str, name: str) -> bool:
         """Whether support fact ``name`` is known to be yes."""
-        fact = self.fact(upstream, model, name)
-        return fact is not None and fact.support is Support.YES
+        return self.model_facts(upstream, model).supports(name)
 
     def preferred_dialect(self, upstream: str, model: str) -> str | None:
         """The dialect to emulate with, if one is known *and* this toolshim has it."""
-        fact = self.fact(upstream, model, "dialect")
-        if not fact or not fact.value:
-            return None
-        name = str(fact.value)
-        if lacked_dialect(name) is not None:
-            log.debug("preferred dialect %r for %s is not available; using json", name, model)
-            return None
-        return name
+        return self.model_facts(upstream, model).preferred_dialect()
 
     def preferred_strategy(self, upstream: str, model: str) -> Strategy:
-        """The emulation strategy for a request that names none: fact ``strategy`` (an
-        eval's pick, a person's setting), else ``single``."""
-        fact = self.fact(upstream, model, "strategy")
-        if fact is None or fact.value not in STRATEGIES:
-            return Strategy.SINGLE
-        return Strategy(fact.value)
+        """The emulation strategy for a request that names none (see
+        :meth:`KnownFacts.preferred_strategy`)."""
+        return self.model_facts(upstream, model).preferred_strategy()
 
     def constrained(self, upstream: str, model: str) -> bool:
-        """Whether to hold emulated replies to a JSON Schema when the request does not say:
-        fact ``constrain`` when it is yes or no (an eval's pick, a person's setting), else
-        whether the upstream honours ``response_format`` (fact ``structured_output``)."""
-        fact = self.fact(upstream, model, "constrain")
-        if fact is not None and fact.support is not Support.UNKNOWN:
-            return fact.support is Support.YES
-        return self.supports(upstream, model, "structured_output")
+        """Whether to hold emulated replies to a JSON Schema when the request does not say
+        (see :meth:`KnownFacts.constrained`)."""
+        return self.model_facts(upstream, model).constrained()
 
     def summary(self, upstream: str, model: str) -> dict[str, Any]:
         """One model's tool status in a line (``toolshim models list``), as JSON."""
@@ -317,15 +305,3 @@ class Registry(StoreMirror):
     def record_seen(self, upstream: str, models: Iterable[str]) -> None:
         """Remember that ``upstream`` listed ``models``."""
         self._write(Seen(upstream, tuple(model_key(m) for m in models), time.time()))
-
-
-def lacked_dialect(name: object) -> str | None:
-    """None when this toolshim has a dialect called ``name``; else why a preference for it
-    goes unused ("dialect 'x', which this toolshim lacks (available: compact, …)"). The one
-    check behind :meth:`Registry.preferred_dialect` and the facts the embedded model stores."""
-    from toolshim.dialects import available_dialects
-
-    available = available_dialects()
-    if name in available:
-        return None
-    return f"dialect {name!r}, which this toolshim lacks (available: {', '.join(available)})"

@@ -53,6 +53,7 @@ __all__ = [
     "DocumentWrite",
     "FactStore",
     "Watch",
+    "compact_json",
     "default_store_path",
     "document_json",
     "document_text",
@@ -257,10 +258,19 @@ def standing_entries(
     return out
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` writes it,
+    without building an encoder per call (the encoder holds no state between calls)."""
+    return _COMPACT.encode(value)
+
+
 def document_json(key: str, document: Any) -> str:
     """``document`` as compact JSON text; StoreError if it is not JSON or is too big."""
     try:
-        body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        body = _COMPACT.encode(document)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"document {key!r} is not JSON: {exc}") from exc
     return document_text(key, body)

@@ -267,14 +267,14 @@ class Engine:
             chat, shortened = brief_results(chat)
             if shortened:
                 schema_notes = (*schema_notes, brief_results_warning(shortened))
-        key = self.upstream.key
-        dialect_name = options.dialect or self.registry.preferred_dialect(key, chat.model) or "json"
+        known = self.registry.model_facts(self.upstream.key, chat.model)  # read once a turn
+        dialect_name = options.dialect or known.preferred_dialect() or "json"
         dialect = get_dialect(dialect_name)
         # Unset options come from the registry: an eval's pick or a person's setting first.
-        strategy = options.strategy or self.registry.preferred_strategy(key, chat.model)
+        strategy = options.strategy or known.preferred_strategy()
         constrain = options.constrain
         if constrain is None:
-            constrain = self.registry.constrained(key, chat.model)
+            constrain = known.constrained()
         if constrain:
             probe = PromptOptions(
                 chat.choice,
@@ -292,12 +292,17 @@ class Engine:
             headers=headers,
             constrained=constrain,
             default_max_tokens=options.default_max_tokens,
-            prefill=self.registry.supports(key, chat.model, "prefill"),
-            doubt=self.registry.supports(key, chat.model, "doubt"),
+            prefill=known.supports("prefill"),
+            doubt=known.supports("doubt"),
             markup=_family_markup(chat.model),
             compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
             one_step=bool(left_out),
-            planned=steps_left(self.plans, chat.messages, coding=bool(left_out)),
+            # Steps left are opened as calls: a request without tools has none to open.
+            planned=(
+                steps_left(self.plans, chat.messages, coding=bool(left_out))
+                if chat.function_tools
+                else ()
+            ),
             plans=self.plans,
         )
         for note in schema_notes:

@@ -381,7 +381,7 @@ class EmbeddedServer:
 
 def _usable(name: str, value: object) -> bool:
     """False (with a warning) for a preferred dialect this toolshim lacks."""
-    from toolshim.capabilities.registry import lacked_dialect
+    from toolshim.capabilities.known import lacked_dialect
 
     lacked = lacked_dialect(value) if name == "dialect" else None
     if lacked is None:

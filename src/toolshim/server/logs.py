@@ -94,7 +94,22 @@ class RedactingFormatter(logging.Formatter):
             record.request_id = REQUEST_ID.get()
         request_secrets = REQUEST_SECRETS.get()
         secrets = self.secrets + request_secrets if request_secrets else self.secrets
-        return redact(super().format(record), secrets)
+        return redact(self._line(record), secrets)
+
+    def _line(self, record: logging.LogRecord) -> str:
+        """:meth:`logging.Formatter.format`'s line; for toolshim's own format (the proxy's line
+        per request) written directly, as ``_FORMAT % record.__dict__`` would write it."""
+        if self._fmt != _FORMAT or record.exc_info or record.exc_text or record.stack_info:
+            return super().format(record)
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        return "%s %-7s [%s] %s: %s" % (  # noqa: UP031 (the same % as the format's)
+            record.asctime,
+            record.levelname,
+            record.request_id,  # type: ignore[attr-defined]
+            record.name,
+            record.message,
+        )
 
 
 class _StderrHandler(logging.StreamHandler[TextIO]):

@@ -19,7 +19,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import groupby
 from typing import Any
 
 from toolshim.capabilities.facts import Fact, strongest
@@ -207,17 +206,7 @@ class SQLiteStore(StoreFront, SQLiteOpening):
             (version,) = conn.execute("PRAGMA data_version").fetchone()
             if version != self._written_at:
                 self._written.clear()  # another connection wrote: any of them may be stale
-            for deleting, run in groupby(writes, key=lambda w: w.body is None):
-                if deleting:
-                    conn.executemany("DELETE FROM documents WHERE key = ?", [(w.key,) for w in run])
-                    continue
-                conn.executemany(
-                    "INSERT INTO documents (key, body, created_at, expires_at) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET body = "
-                    "excluded.body, created_at = excluded.created_at, "
-                    "expires_at = excluded.expires_at",
-                    [(w.key, w.body, now, None if w.ttl is None else now + w.ttl) for w in run],
-                )
+            put = _write_rows(conn, writes, now)
             if now - self._swept >= EXPIRED_SWEEP_SECONDS:
                 # a full scan (expires_at has no index): at most once a sweep period, since
                 # an expired document is never read (get_document checks expires_at)
@@ -225,16 +214,17 @@ class SQLiteStore(StoreFront, SQLiteOpening):
                 self._swept = now
                 self._counted = None
                 self._written.clear()
-            if self._keep_limit(conn, version, sum(w.body is not None for w in writes)):
+            if self._keep_limit(conn, version, put):
                 self._written.clear()  # which were deleted is not known here
-                writes = ()
-            for write in writes:
-                self._written.pop(write.key, None)
-                if write.body is not None:
-                    expires_at = None if write.ttl is None else now + write.ttl
-                    self._written[write.key] = (write.body, expires_at)
-            while len(self._written) > WRITTEN_KEPT:
-                self._written.popitem(last=False)
+            else:
+                written = self._written
+                for write in writes:
+                    written.pop(write.key, None)
+                    if write.body is not None:
+                        expires_at = None if write.ttl is None else now + write.ttl
+                        written[write.key] = (write.body, expires_at)
+                while len(written) > WRITTEN_KEPT:
+                    written.popitem(last=False)
             self._written_at = version
 
     def _keep_limit(self, conn: sqlite3.Connection, version: int, added: int) -> bool:
@@ -264,27 +254,37 @@ class SQLiteStore(StoreFront, SQLiteOpening):
         return surplus
 
     def get_document(self, key: str) -> Any | None:
+        return self.get_documents((key,))[0]
+
+    def get_documents(self, keys: Sequence[str]) -> list[Any | None]:
+        """The document under each key (None where there is none): those this connection
+        wrote come from memory after one check that nobody else has written since."""
         now = time.time()
+        bodies: list[str | None] = []
         with self._lock:
             try:
-                written = self._written.get(key)
-                if written is not None:
-                    # written here, and nobody else has written since: no need to read it
-                    (version,) = self._conn.execute("PRAGMA data_version").fetchone()
-                    if version == self._written_at:
+                written_here = self._written
+                for key in keys if written_here else ():
+                    if key in written_here:
+                        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+                        if version != self._written_at:
+                            written_here.clear()  # another connection wrote: any may be stale
+                        break
+                for key in keys:
+                    written = self._written.get(key)
+                    if written is not None:
                         body, expires_at = written
-                        return (
-                            document_value(body) if expires_at is None or expires_at > now else None
-                        )
-                    self._written.clear()
-                found = self._conn.execute(
-                    "SELECT body FROM documents WHERE key = ? "
-                    "AND (expires_at IS NULL OR expires_at > ?)",
-                    (key, now),
-                ).fetchall()
+                        bodies.append(body if expires_at is None or expires_at > now else None)
+                        continue
+                    found = self._conn.execute(
+                        "SELECT body FROM documents WHERE key = ? "
+                        "AND (expires_at IS NULL OR expires_at > ?)",
+                        (key, now),
+                    ).fetchall()
+                    bodies.append(found[0][0] if found else None)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot read the capability store at {self.path}: {exc}") from exc
-        return document_value(found[0][0]) if found else None
+        return [None if body is None else document_value(body) for body in bodies]
 
     def delete_document(self, key: str) -> bool:
         with self._transaction() as conn:
@@ -294,6 +294,33 @@ class SQLiteStore(StoreFront, SQLiteOpening):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+_UPSERT = (
+    "INSERT INTO documents (key, body, created_at, expires_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET body = excluded.body, created_at = excluded.created_at, "
+    "expires_at = excluded.expires_at"
+)
+
+
+def _write_rows(conn: sqlite3.Connection, writes: Sequence[DocumentWrite], now: float) -> int:
+    """Make ``writes`` in their order (each run of puts in one statement); how many put."""
+    put = 0
+    run: list[tuple[str, str, float, float | None]] = []
+    for write in writes:
+        if write.body is None:
+            if run:
+                conn.executemany(_UPSERT, run)
+                put += len(run)
+                run = []
+            conn.execute("DELETE FROM documents WHERE key = ?", (write.key,))
+        else:
+            expires_at = None if write.ttl is None else now + write.ttl
+            run.append((write.key, write.body, now, expires_at))
+    if run:
+        conn.executemany(_UPSERT, run)
+        put += len(run)
+    return put
 
 
 CapabilityStore = SQLiteStore

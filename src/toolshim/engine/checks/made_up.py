@@ -70,9 +70,8 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
-def _initials(text: str) -> set[str]:
-    """The initials of each two and three words in a row (``ny`` for New York)."""
-    words = _WORD.findall(text.lower())
+def _initials(words: list[str]) -> set[str]:
+    """The initials of each two and three ``words`` in a row (``ny`` for New York)."""
     return {
         "".join(w[0] for w in words[i : i + n]) for n in (2, 3) for i in range(len(words) - n + 1)
     }
@@ -82,8 +81,9 @@ def _conversation_words(turn: Turn) -> set[str]:
     words: set[str] = set()
     initials: set[str] = set()
     for message in turn.request.messages:
-        words |= _words(message.text)
-        initials |= _initials(message.text)
+        found = _WORD.findall(message.text.lower())  # read once for both
+        words.update(found)
+        initials |= _initials(found)
         for tool_call in message.tool_calls:
             words |= _words(tool_call.arguments)
     return words | initials | {w[:STEM] for w in words if len(w) >= STEM}

@@ -47,12 +47,14 @@ def usage_from_dict(data: Any) -> Usage | None:
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
-    return {
+    out = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
-        **usage.extra,
     }
+    if usage.extra:  # (EMPTY is a Mapping, not a dict: updating with it costs a walk)
+        out.update(usage.extra)
+    return out
 
 
 def _stop_sequence(choice: Mapping[str, Any]) -> str | None:
@@ -105,22 +107,26 @@ def completion_to_dict(completion: Completion) -> dict[str, Any]:
         "object": "chat.completion",
         "created": completion.created,
         "model": completion.model,
-        "choices": [
-            {
-                "index": c.index,
-                "message": message_to_dict(c.message),
-                "finish_reason": c.finish_reason,
-                **c.extra,
-            }
-            for c in completion.choices
-        ],
+        "choices": [_whole_choice_to_dict(c) for c in completion.choices],
     }
     if completion.usage is not None:
         out["usage"] = usage_to_dict(completion.usage)
-    out.update(completion.extra)
+    if completion.extra:
+        out.update(completion.extra)
     if completion.meta is not None:
         out["toolshim"] = completion.meta.to_dict()
     return downgrade_completion(out) if completion.legacy else out
+
+
+def _whole_choice_to_dict(choice: Choice) -> dict[str, Any]:
+    out = {
+        "index": choice.index,
+        "message": message_to_dict(choice.message),
+        "finish_reason": choice.finish_reason,
+    }
+    if choice.extra:
+        out.update(choice.extra)
+    return out
 
 
 _DELTA_FIELDS = frozenset({"role", "content", "tool_calls"})
@@ -252,7 +258,9 @@ def _delta_to_dict(chunk: StreamChunk) -> dict[str, Any]:
     if chunk.tool_calls:
         calls = []
         for d in chunk.tool_calls:
-            entry: dict[str, Any] = {"index": d.index, **d.extra}
+            entry: dict[str, Any] = {"index": d.index}
+            if d.extra:
+                entry.update(d.extra)
             function: dict[str, Any] = {}
             if d.id is not None:
                 entry["id"] = d.id

@@ -62,18 +62,22 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     elif message.content is not None or message.role == "assistant":
         out["content"] = message.content
     if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": c.type,
-                "function": {"name": c.name, "arguments": c.arguments},
-                **c.extra,
-            }
-            for c in message.tool_calls
-        ]
+        out["tool_calls"] = [_call_to_dict(c) for c in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
-    out.update(message.extra)
+    if message.extra:  # (EMPTY is a Mapping, not a dict: updating with it costs a walk)
+        out.update(message.extra)
+    return out
+
+
+def _call_to_dict(call: ToolCall) -> dict[str, Any]:
+    out = {
+        "id": call.id,
+        "type": call.type,
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if call.extra:
+        out.update(call.extra)
     return out

@@ -83,6 +83,18 @@ async def test_a_call_written_again_that_was_not_the_last_one_is_re_asked() -> N
     assert completion.message.text == "The first line is: hello there"
     reask = seen[1]["messages"][-1]["content"]
     assert "you already called exec_command" in reask  # told, not answered for
+    # The call was written well: no format reminder (what the upstream's cache cannot serve).
+    assert "To call functions, reply with only a Python list of calls" not in reask
+
+
+async def test_a_coding_agents_re_ask_of_a_call_written_badly_reminds_it_of_the_format() -> None:
+    seen: list[dict[str, Any]] = []
+    broken = '[exec_command(cmd=head + notes)]'
+    engine = engine_for([broken, "The first line is: hello there"], seen)
+    await engine.acomplete(codex_request(("wc -l notes.txt", "3 notes.txt")))
+    reask = seen[1]["messages"][-1]["content"]
+    assert "Your last reply could not be used" in reask
+    assert "To call functions, reply with only a Python list of calls" in reask
 
 
 async def test_an_answer_that_writes_a_call_anyway_is_returned_as_its_prose() -> None:

@@ -94,6 +94,9 @@ class Attempt:
     unsure: float | None = None
     """How likely the call that opens the reply was, when under the bar of
     :mod:`.confidence` (None: not judged, or sure enough)."""
+    formed: bool = False
+    """The reply's calls were read whole in the dialect: what is wrong is in their values
+    (a check's), not in how they were written."""
 
     @property
     def ok(self) -> bool:
@@ -165,6 +168,9 @@ class TurnDriver:
 
     max_reasks: int
     correction: Callable[[Sequence[str]], str]
+    formed_correction: Callable[[Sequence[str]], str] | None = None
+    """The correction of a reply whose calls were written well (:attr:`Attempt.formed`),
+    when it differs: a coding agent's, without the dialect's format reminder."""
     forced: bool = False
     formatted: bool = False
     decision: bool = False
@@ -235,9 +241,14 @@ class TurnDriver:
         self.messages = (
             *self.messages,
             Message("assistant", attempt.reply),
-            Message("user", self.correction(attempt.problems)),
+            Message("user", self._corrected(attempt)),
         )
         return Reask(self.messages)
+
+    def _corrected(self, attempt: Attempt) -> str:
+        if attempt.formed and self.formed_correction is not None:
+            return self.formed_correction(attempt.problems)
+        return self.correction(attempt.problems)
 
     def _valid(self, attempt: Attempt) -> Step:
         if attempt.calls:
@@ -314,8 +325,14 @@ class TurnDriver:
         return "" if self.streamed else attempt.prose
 
 
-def _correction(turn: Turn, problems: Sequence[str]) -> str:
-    return reask_message(problems, turn.request.function_tools, turn.dialect, turn.prompt_options)
+def _correction(turn: Turn, problems: Sequence[str], *, reminder: bool = True) -> str:
+    return reask_message(
+        problems,
+        turn.request.function_tools,
+        turn.dialect,
+        turn.prompt_options,
+        reminder=reminder,
+    )
 
 
 NEXT_STEP_CHECK = (
@@ -366,6 +383,10 @@ def driver_for(turn: Turn) -> TurnDriver:
         look=(look,) if look else (),
         max_reasks=turn.max_reasks,
         correction=partial(_correction, turn),
+        # A coding agent's re-ask of a well-written call (its file's content, its repeat): the
+        # format reminder (~45 tokens) was most of what llama.cpp's cache could not serve of
+        # such a re-ask after the model's own reply, and says nothing the reply got wrong.
+        formed_correction=partial(_correction, turn, reminder=False) if turn.one_step else None,
         forced=turn.request.choice.kind != "auto",
         formatted=turn.caller_format is not None,
         decision=turn.strategy is Strategy.DECISION,

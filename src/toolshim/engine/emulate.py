@@ -43,6 +43,7 @@ __all__ = [
     "refuse_several_choices",
     "stop_sequences",
     "tool_call_message",
+    "well_formed",
     "whole_attempt",
 ]
 
@@ -195,7 +196,13 @@ def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) 
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or completion.message.text,
         unsure=unsure,
+        formed=well_formed(parsed.calls),
     )
+
+
+def well_formed(calls: Sequence[ParsedCall]) -> bool:
+    """Whether a reply made calls and each was read whole (:attr:`.driver.Attempt.formed`)."""
+    return bool(calls) and all(call.problem is None for call in calls)
 
 
 def refuse_several_choices(turn: Turn) -> None:

@@ -30,7 +30,7 @@ from toolshim.dialects.base import Dialect
 from toolshim.engine.files_named import untouched_since_request
 from toolshim.types import EMPTY, Message
 
-__all__ = ["fold_results", "results_note", "rewrite_history", "strip_note"]
+__all__ = ["fold_results", "results_note", "rewrite_history", "shown_arguments", "strip_note"]
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _RESULT_ROLES = frozenset({"tool", "function"})
@@ -232,7 +232,7 @@ def fold_results(
         elif message.role in _RESULT_ROLES:
             call = calls.get(message.tool_call_id or "")
             name = call.name if call else (message.name or "a tool")
-            shown = f"{name}({_arguments(call.arguments)})" if call else name
+            shown = f"{name}({shown_arguments(call.arguments)})" if call else name
             lines.append(f"You called {shown}; it returned:\n{message.text.strip()}")
         elif message.role != "assistant" and message.text.strip():
             lines.append(message.text.strip())
@@ -264,7 +264,7 @@ def fold_results(
     return tuple(body)
 
 
-def _arguments(arguments: str) -> str:
+def shown_arguments(arguments: str) -> str:
     """A call's JSON arguments as ``key=value`` pairs (the raw text when not an object)."""
     try:
         value = json.loads(arguments) if arguments.strip() else {}

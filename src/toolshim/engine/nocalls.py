@@ -13,12 +13,12 @@ kept, a reply that is only a call emulated.) ``off`` mode never gets here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.history import shown_arguments
 from toolshim.engine.stream_parts import StreamedReply, TextGate, first_choice, usage_chunks
 from toolshim.engine.turn import Turn, call_key
 from toolshim.engine.unoffered import drop_unoffered
@@ -107,14 +107,9 @@ def repeated_results(turn: Turn, calls: Sequence[ParsedCall]) -> str | None:
         result = turn.answered_results.get(call_key(call.name, call.arguments_json))
         if result is None:
             return None
-        parts.append(f"{call.name}({_shown(call)}) returned:\n{result.strip() or '(no output)'}")
+        shown = shown_arguments(call.arguments_json)
+        parts.append(f"{call.name}({shown}) returned:\n{result.strip() or '(no output)'}")
     return "\n\n".join(dict.fromkeys(parts))
-
-
-def _shown(call: ParsedCall) -> str:
-    return ", ".join(
-        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
-    )
 
 
 def _reask_once(turn: Turn, extra: Sequence[Message], reply: str) -> list[Message] | None:

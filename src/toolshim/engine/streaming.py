@@ -29,6 +29,7 @@ from toolshim.engine.emulate import (
     emulation_request,
     finished_calls,
     refuse_several_choices,
+    well_formed,
     whole_attempt,
 )
 from toolshim.engine.next_step import next_step, step_before_giving_up
@@ -296,6 +297,7 @@ def _streamed_attempt(
         answer_now=turn.answer_now,
         reply=turn.trimmed_reply or reply.parser.received,
         unsure=unsure,
+        formed=well_formed(reply.calls),
     )
 
 

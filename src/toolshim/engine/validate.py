@@ -113,13 +113,20 @@ def validate_calls(
 
 
 def reask_message(
-    problems: Sequence[str], tools: Sequence[ToolSpec], dialect: Dialect, options: PromptOptions
+    problems: Sequence[str],
+    tools: Sequence[ToolSpec],
+    dialect: Dialect,
+    options: PromptOptions,
+    *,
+    reminder: bool = True,
 ) -> str:
-    """The correction sent back to the model: what was wrong, and how to answer instead."""
+    """The correction sent back to the model: what was wrong, and how to answer instead
+    (``reminder``: with the dialect's format reminder)."""
     lines = ["Your last reply could not be used:"]
     lines += [f"- {p}" for p in problems]
     lines.append("")
-    lines.append(dialect.format_reminder(tools, options))
+    if reminder:
+        lines.append(dialect.format_reminder(tools, options))
     if options.choice.kind == "auto":
         lines.append("If no tool is needed, answer in plain text instead.")
     lines.append("Reply again, correctly.")

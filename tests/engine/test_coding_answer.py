@@ -89,7 +89,7 @@ async def test_a_call_written_again_that_was_not_the_last_one_is_re_asked() -> N
 
 async def test_a_coding_agents_re_ask_of_a_call_written_badly_reminds_it_of_the_format() -> None:
     seen: list[dict[str, Any]] = []
-    broken = '[exec_command(cmd=head + notes)]'
+    broken = "[exec_command(cmd=head + notes)]"
     engine = engine_for([broken, "The first line is: hello there"], seen)
     await engine.acomplete(codex_request(("wc -l notes.txt", "3 notes.txt")))
     reask = seen[1]["messages"][-1]["content"]

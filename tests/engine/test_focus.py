@@ -595,6 +595,47 @@ def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str
     assert calls[0].arguments == {"file_path": path} and notes == []
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("wc -l /tmp/task/data.txt", "wc -l /tmp/task/work/data.txt"),
+        (
+            "grep -c ERROR /tmp/task/app.log > /tmp/task/errors.txt",
+            "grep -c ERROR /tmp/task/work/app.log > /tmp/task/work/errors.txt",
+        ),
+        # Kept: inside the working directory, elsewhere, said, relative, not a path.
+        ("wc -l /tmp/task/work/data.txt", None),
+        ("cat /etc/hostname && ls /tmp", None),
+        ("cp data.txt /tmp/task/said.txt", None),
+        ("wc -l data.txt", None),
+        ("echo 3/4", None),
+        ("cd /tmp/task && ls", None),  # a folder above it is not a file in it
+        ("cd /tmp/task/work", None),
+    ],
+)
+def test_paths_above_the_working_directory_in_a_command_are_pointed_into_it(
+    command: str, expected: str | None
+) -> None:
+    """The 1.5B ran ``wc -l /tmp/task/data.txt`` through Claude Code's Bash for the working
+    directory's data.txt, and then answered that it did not exist."""
+    from toolshim.dialects.calls import ParsedCall
+    from toolshim.engine.focus import repair_paths
+    from toolshim.wire.openai_chat import parse_request
+
+    chat = parse_request(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "Primary working directory: /tmp/task/work"},
+                {"role": "user", "content": "Copy it to /tmp/task/said.txt"},
+            ],
+        }
+    )
+    calls, notes = repair_paths(chat, [ParsedCall("Bash", {"command": command})])
+    assert calls[0].arguments == {"command": expected or command}
+    assert bool(notes) == (expected is not None)
+
+
 async def test_a_coding_agents_step_writes_at_most_1024_tokens() -> None:
     upstream = FunctionUpstream(lambda body: "Done.")
     body = {**request(FILE_TOOLS), "max_tokens": 32000}

@@ -324,7 +324,18 @@ def repair_paths(
             continue
         changed = dict(arguments)
         for key, value in arguments.items():
-            if key.lower() not in _PATH_KEYS or not isinstance(value, str):
+            if not isinstance(value, str):
+                continue
+            if key.lower() in _COMMAND_KEYS:
+                fixed, moved = _command_under(cwd, value, said)
+                if moved:
+                    changed[key] = fixed
+                    notes.append(
+                        f"{call.name}'s {key} names {', '.join(map(repr, moved))}, above the "
+                        "working directory; sent with the working directory's own"
+                    )
+                continue
+            if key.lower() not in _PATH_KEYS:
                 continue
             fixed = _under(cwd, value)
             if fixed is not None and value not in said:
@@ -337,10 +348,34 @@ def repair_paths(
     return out, notes
 
 
+_COMMAND_KEYS = frozenset({"command", "cmd"})
+_COMMAND_PATH = re.compile(r"(?<![\w.~$/-])/[^\s'\"|;&<>()`]+")
+
+
+def _command_under(cwd: str, command: str, said: str) -> tuple[str, list[str]]:
+    """A shell command with each absolute path above ``cwd`` that nobody wrote moved into it
+    (:func:`_under`), and the paths moved: the 1.5B ran ``wc -l /tmp/task/data.txt`` for
+    ``/tmp/task/work/data.txt`` through Claude Code's Bash, and answered that it did not
+    exist."""
+    moved: list[str] = []
+
+    def move(found: re.Match[str]) -> str:
+        path = found.group()
+        fixed = _under(cwd, path)
+        if fixed is None or path in said:
+            return path
+        moved.append(path)
+        return fixed
+
+    return _COMMAND_PATH.sub(move, command), moved
+
+
 def _under(cwd: str, path: str) -> str | None:
     """``path`` moved into ``cwd`` when its folder is an ancestor of ``cwd`` (not the root)."""
     if not path.startswith("/") or path.startswith(cwd + "/"):
         return None
+    if cwd == path.rstrip("/") or cwd.startswith(path.rstrip("/") + "/"):
+        return None  # the working directory itself, or a folder above it (``cd /tmp/task``)
     folder, _, name = path.rpartition("/")
     if not folder or not name or not cwd.startswith(folder + "/"):
         return None

@@ -327,9 +327,9 @@ def repair_paths(
             if not isinstance(value, str):
                 continue
             if key.lower() in _COMMAND_KEYS:
-                fixed, moved = _command_under(cwd, value, said)
+                command, moved = _command_under(cwd, value, said)
                 if moved:
-                    changed[key] = fixed
+                    changed[key] = command
                     notes.append(
                         f"{call.name}'s {key} names {', '.join(map(repr, moved))}, above the "
                         "working directory; sent with the working directory's own"

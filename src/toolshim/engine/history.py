@@ -30,12 +30,17 @@ from toolshim.dialects.base import Dialect
 from toolshim.engine.files_named import untouched_since_request
 from toolshim.types import EMPTY, Message
 
-__all__ = ["fold_results", "results_note", "rewrite_history", "shown_arguments", "strip_note"]
+__all__ = [
+    "elided",
+    "fold_results",
+    "results_note",
+    "rewrite_history",
+    "shown_arguments",
+    "strip_note",
+]
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _RESULT_ROLES = frozenset({"tool", "function"})
-_QUESTION_LIMIT = 600
-"""Characters of the question quoted back in the note after results (the rest is elided)."""
 
 
 def strip_note() -> str:
@@ -128,10 +133,11 @@ def _question(messages: Sequence[Message]) -> tuple[int, str]:
     return -1, ""
 
 
-def _quoted(text: str) -> str:
+def elided(text: str, limit: int) -> str:
+    """``text`` on one line (white space collapsed), cut to ``limit`` characters with "..."."""
     text = " ".join(text.split())
-    if len(text) > _QUESTION_LIMIT:
-        text = text[: _QUESTION_LIMIT - 3] + "..."
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
     return text
 
 

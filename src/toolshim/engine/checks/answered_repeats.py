@@ -20,7 +20,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.asked import action_left
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask
 from toolshim.engine.files_named import untouched_since_request
-from toolshim.engine.history import is_error_result
+from toolshim.engine.history import elided, is_error_result
 from toolshim.engine.next_file import reading_call
 from toolshim.engine.turn import Turn, call_key
 
@@ -121,13 +121,8 @@ def _new_question(turn: Turn) -> str | None:
     messages = turn.request.messages
     if turn.one_step or not messages or messages[-1].role != "user":
         return None
-    text = " ".join(messages[-1].text.split())
-    if not text:
-        return None
-    return json.dumps(
-        text if len(text) <= _QUESTION_QUOTE else text[: _QUESTION_QUOTE - 3] + "...",
-        ensure_ascii=False,
-    )
+    text = elided(messages[-1].text, _QUESTION_QUOTE)
+    return json.dumps(text, ensure_ascii=False) if text else None
 
 
 def _nothing_left(turn: Turn, calls: Sequence[ParsedCall]) -> bool:

@@ -140,13 +140,12 @@ async def answer_without_calls(turn: Turn, body: Body) -> Completion:
                 message = Message("assistant", prose, extra=choice.message.extra)
                 choices[position] = replace(choice, message=message)
             elif position == 0:
-                only_call = True
                 answer = repeated_results(turn, parsed.calls)
+                only_call = answer is None
                 if answer is not None:
                     turn.warn(RESULTS_WARNING)
                     message = Message("assistant", answer, extra=choice.message.extra)
                     choices[position] = replace(choice, message=message)
-                    only_call = False
             else:
                 turn.warn(kept_warning(turn))
         completion = replace(completion, choices=tuple(choices))

@@ -17,42 +17,27 @@ there would be a made-up one.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-
+from toolshim.engine.checks.unused_numbers import said_numbers
 from toolshim.engine.turn import Turn
 
 __all__ = ["invented_numbers"]
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
-
 
 def invented_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
     """The numbers in ``answer`` that no message, call or tool description of the request
-    holds, when this is the first reply to a later user turn (see the module docstring);
-    empty otherwise."""
+    holds (read as :func:`~toolshim.engine.checks.unused_numbers.said_numbers` reads them),
+    when this is the first reply to a later user turn (see the module docstring); empty
+    otherwise."""
     messages = turn.request.messages
     if turn.one_step or not messages or messages[-1].role != "user":
         return ()
     if not any(m.role == "user" for m in messages[:-1]):
         return ()  # the conversation's first question
-    said = _values(
-        [
-            *(m.text for m in messages),
-            *(c.arguments for m in messages for c in m.tool_calls),
-            *(t.description for t in turn.request.function_tools),
-        ]
-    )
-    out = [n for n in _NUMBER.findall(answer) if _value(n) not in said]
+    texts = [
+        *(m.text for m in messages),
+        *(c.arguments for m in messages for c in m.tool_calls),
+        *(t.description for t in turn.request.function_tools),
+    ]
+    said = {value for text in texts for _, values in said_numbers(text or "") for value in values}
+    out = [n for n, values in said_numbers(answer) if not any(v in said for v in values)]
     return tuple(dict.fromkeys(out))
-
-
-def _values(texts: Iterable[str]) -> set[float | str]:
-    return {_value(n) for text in texts for n in _NUMBER.findall(text or "")}
-
-
-def _value(number: str) -> float | str:
-    try:
-        return float(number.replace(",", ""))
-    except ValueError:
-        return number

@@ -35,7 +35,7 @@ from toolshim.engine.turn import Turn
 from toolshim.json_walk import json_values
 from toolshim.types import ToolSpec
 
-__all__ = ["CHECK", "NAME", "SAID_NUMBER", "unused_number_problems"]
+__all__ = ["CHECK", "NAME", "SAID_NUMBER", "said_numbers", "unused_number_problems"]
 
 NAME = "unused_numbers"
 
@@ -56,7 +56,7 @@ def unused_number_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]
         return []
     if turn.request.choice.kind == "none":
         return []
-    said = list(dict.fromkeys(_said(messages[-1].text)))
+    said = list(dict.fromkeys(said_numbers(messages[-1].text)))
     if not said:
         return []
     used = [n for call in calls for n in _numbers_in(call.arguments)]
@@ -85,7 +85,7 @@ def _run(reply: CheckedReply) -> Outcome:
 CHECK = Check(NAME, _run)
 
 
-def _said(text: str) -> Iterator[tuple[str, tuple[float, ...]]]:
+def said_numbers(text: str) -> Iterator[tuple[str, tuple[float, ...]]]:
     """Each number written in ``text``, with the values it may be passed as."""
     for m in SAID_NUMBER.finditer(text):
         try:
@@ -100,7 +100,7 @@ def _said(text: str) -> Iterator[tuple[str, tuple[float, ...]]]:
 def _numbers_in(value: Any) -> Iterator[float]:
     for leaf in json_values(value):
         if isinstance(leaf, str):
-            yield from (values[0] for _, values in _said(leaf))
+            yield from (values[0] for _, values in said_numbers(leaf))
         else:
             yield float(leaf)
 

@@ -19,7 +19,7 @@ from toolshim.engine.focus import (
     schema_size,
 )
 from toolshim.testing import FunctionUpstream, prefilling
-from toolshim.types import ToolSpec
+from toolshim.types import ChatRequest, ToolSpec
 
 LONG = (
     "Executes a given bash command and returns its output. The working directory persists "
@@ -573,16 +573,12 @@ async def test_a_path_above_the_working_directory_is_pointed_into_it() -> None:
     assert any("above the working directory" in w for w in completion.meta.warnings)
 
 
-@pytest.mark.parametrize(
-    "path",
-    ["/tmp/task/work/greeting.txt", "greeting.txt", "/etc/greeting.txt", "/tmp/task/said.txt"],
-)
-def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str) -> None:
-    from toolshim.dialects.calls import ParsedCall
-    from toolshim.engine.focus import repair_paths
+def working_in_task() -> ChatRequest:
+    """A coding agent's request whose working directory is /tmp/task/work and whose user
+    names /tmp/task/said.txt."""
     from toolshim.wire.openai_chat import parse_request
 
-    chat = parse_request(
+    return parse_request(
         {
             "model": "m",
             "messages": [
@@ -591,6 +587,17 @@ def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str
             ],
         }
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/tmp/task/work/greeting.txt", "greeting.txt", "/etc/greeting.txt", "/tmp/task/said.txt"],
+)
+def test_paths_inside_the_working_directory_elsewhere_or_said_are_kept(path: str) -> None:
+    from toolshim.dialects.calls import ParsedCall
+    from toolshim.engine.focus import repair_paths
+
+    chat = working_in_task()
     calls, notes = repair_paths(chat, [ParsedCall("Write", {"file_path": path})])
     assert calls[0].arguments == {"file_path": path} and notes == []
 
@@ -620,17 +627,8 @@ def test_paths_above_the_working_directory_in_a_command_are_pointed_into_it(
     directory's data.txt, and then answered that it did not exist."""
     from toolshim.dialects.calls import ParsedCall
     from toolshim.engine.focus import repair_paths
-    from toolshim.wire.openai_chat import parse_request
 
-    chat = parse_request(
-        {
-            "model": "m",
-            "messages": [
-                {"role": "system", "content": "Primary working directory: /tmp/task/work"},
-                {"role": "user", "content": "Copy it to /tmp/task/said.txt"},
-            ],
-        }
-    )
+    chat = working_in_task()
     calls, notes = repair_paths(chat, [ParsedCall("Bash", {"command": command})])
     assert calls[0].arguments == {"command": expected or command}
     assert bool(notes) == (expected is not None)

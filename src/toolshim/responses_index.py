@@ -179,11 +179,10 @@ class OwnerIndex:
         self.bytes = _int(head.get("bytes"))
         self.count = _int(head.get("count"))
         gone = head.get("gone")
-        self._gone = (
-            [list(g) for g in gone if isinstance(g, list) and len(g) == 2]
-            if isinstance(gone, list)
-            else []
-        )
+        self._gone_stored: list[Any] = gone if isinstance(gone, list) else []
+        """The reasons as read (a list of [id, reason]); read into :attr:`_gone` only when
+        one is looked up or added: a save that adds none writes them back as they are."""
+        self._gone_read: list[list[Any]] | None = None
 
     # -- pages --------------------------------------------------------------------------------
 
@@ -279,9 +278,16 @@ class OwnerIndex:
                     return _int(size), float(stored_at)
         return None
 
+    @property
+    def _gone(self) -> list[list[Any]]:
+        if self._gone_read is None:
+            # (entries are never changed in place: the decoded lists are kept as they are)
+            self._gone_read = [g for g in self._gone_stored if type(g) is list and len(g) == 2]
+        return self._gone_read
+
     def gone(self, response_id: str, reason: str) -> None:
         """Remember why ``response_id`` is not stored (the newest :data:`GONE_KEPT`)."""
-        self._gone = [*self._gone, [response_id, reason]][-GONE_KEPT:]
+        self._gone_read = [*self._gone, [response_id, reason]][-GONE_KEPT:]
 
     def gone_reason(self, response_id: str) -> str | None:
         for gone_id, reason in reversed(self._gone):
@@ -298,7 +304,7 @@ class OwnerIndex:
             "last": self.last,
             "bytes": self.bytes,
             "count": self.count,
-            "gone": self._gone,
+            "gone": self._gone_stored if self._gone_read is None else self._gone_read,
             "token": token,
         }
         self.documents.put_document(self.key, head, ttl=self.ttl)

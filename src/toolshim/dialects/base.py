@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import orjson
@@ -165,23 +165,32 @@ _RENDERED_MAX = 256
 _RENDERED_LOCK = threading.Lock()
 
 
-def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptOptions) -> str:
-    """``dialect.render_tools(tools, options)``, remembered: a client sends the same tools with
-    every request, and rendering them is a good part of an emulated request's CPU.
+def rendered_tools(
+    dialect: Dialect,
+    tools: Sequence[ToolSpec],
+    options: PromptOptions,
+    *,
+    prepare: Callable[[Sequence[ToolSpec]], Sequence[ToolSpec]] | None = None,
+    variant: Hashable = None,
+) -> str:
+    """``dialect.render_tools(prepare(tools), options)``, remembered: a client sends the same
+    tools with every request, and rendering them is a good part of an emulated request's CPU.
+    ``prepare`` (condensing, defusing: a pure function of the tools, told apart by ``variant``)
+    runs only when the text is not remembered.
 
     Only toolshim's own dialects are remembered (their text depends on nothing but the tools'
     names, descriptions, types and schemas, in their order, and the options); tools whose
     schema is not plain JSON are rendered each time.
     """
     if type(dialect) not in _PURE_RENDERERS:
-        return dialect.render_tools(tools, options)
+        return dialect.render_tools(prepare(tools) if prepare else tools, options)
     described = [(t.name, t.type, t.description, t.parameters) for t in tools]
     try:
         shown = orjson.dumps(described)
         if b"null" in shown:  # orjson writes NaN and Infinity as null too: tell them apart
             shown = json.dumps(described, allow_nan=True).encode()
     except (TypeError, ValueError):
-        return dialect.render_tools(tools, options)
+        return dialect.render_tools(prepare(tools) if prepare else tools, options)
     choice = options.choice
     key = (
         type(dialect),
@@ -192,10 +201,11 @@ def rendered_tools(dialect: Dialect, tools: Sequence[ToolSpec], options: PromptO
         options.decision,
         options.constrained,
         options.results,
+        variant,
     )
     text = _RENDERED.get(key)
     if text is None:
-        text = dialect.render_tools(tools, options)
+        text = dialect.render_tools(prepare(tools) if prepare else tools, options)
         with _RENDERED_LOCK:  # sync engines run their loops in threads of their own
             while len(_RENDERED) >= _RENDERED_MAX:
                 _RENDERED.pop(next(iter(_RENDERED)))  # the oldest

@@ -106,8 +106,18 @@ def emulation_request(
 
 def _described(turn: Turn, tools: Sequence[ToolSpec]) -> str:
     """The tool instructions of the turn's prompt (the tools condensed for a small model)."""
-    shown = condense_tools(tools, required_only=turn.one_step) if turn.compact else tools
-    return rendered_tools(turn.dialect, defused_tools(shown), turn.prompt_options)
+    compact, one_step = turn.compact, turn.one_step
+
+    def shown(given: Sequence[ToolSpec]) -> Sequence[ToolSpec]:
+        return defused_tools(condense_tools(given, required_only=one_step) if compact else given)
+
+    return rendered_tools(
+        turn.dialect,
+        tools,
+        turn.prompt_options,
+        prepare=shown,
+        variant=(compact, one_step and compact),
+    )
 
 
 STEP_MAX_TOKENS = 1024

@@ -35,6 +35,7 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "repeats_in_reply",
         "waiting",
         "first_step",
+        "ordered_steps",
         "paths",
         "undeclared_arguments",
         "schema",

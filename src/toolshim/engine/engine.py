@@ -299,7 +299,12 @@ class Engine:
             one_step=bool(left_out),
             # Steps left are opened as calls: a request without tools has none to open.
             planned=(
-                steps_left(self.plans, chat.messages, coding=bool(left_out))
+                steps_left(
+                    self.plans,
+                    chat.messages,
+                    coding=bool(left_out),
+                    tools=[t.name for t in chat.function_tools],
+                )
                 if chat.function_tools
                 else ()
             ),

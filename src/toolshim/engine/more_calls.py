@@ -52,6 +52,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks import CONTINUED, run_checks
 from toolshim.engine.checks.example_copies import NUMBER
 from toolshim.engine.checks.made_up import STEM
+from toolshim.engine.checks.ordered_steps import request_orders_steps
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.json_walk import json_values
@@ -63,6 +64,7 @@ __all__ = [
     "continues",
     "more_calls",
     "new_said_value",
+    "tool_named",
     "valid_call",
 ]
 
@@ -131,6 +133,7 @@ def continues(turn: Turn) -> bool:
         and request.choice.kind in ("auto", "required")
         and bool(request.messages)
         and request.messages[-1].role == "user"
+        and not request_orders_steps(request)
     )
 
 
@@ -238,11 +241,18 @@ def another_tool_asked_for(call: ParsedCall, earlier: Sequence[ParsedCall], said
         return False
     if _one_string_in_several_parameters(call.arguments):
         return False
-    taken = {w for c in earlier for w in _name_words(c.name)}
+    return tool_named(call.name, [c.name for c in earlier], said)
+
+
+def tool_named(name: str, earlier: Sequence[str], said: str) -> bool:
+    """Whether the user's text ``said`` (lower-cased) names the tool ``name`` apart from the
+    tools ``earlier``: a word of its name (four letters or more, or its first five letters) is
+    in ``said`` and in no earlier tool's name."""
+    taken = {w for n in earlier for w in _name_words(n)}
     words = set(_WORD.findall(said))
     stems = {w[:STEM] for w in words if len(w) >= STEM}
     return any(
-        w in words or (len(w) >= STEM and w[:STEM] in stems) for w in _name_words(call.name) - taken
+        w in words or (len(w) >= STEM and w[:STEM] in stems) for w in _name_words(name) - taken
     )
 
 

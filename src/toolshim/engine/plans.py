@@ -39,8 +39,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolshim.dialects.base import OPEN_HERE
+from toolshim.engine.checks.ordered_steps import orders_steps
 from toolshim.engine.files_named import request_index
 from toolshim.engine.history import is_error_result
+from toolshim.engine.more_calls import tool_named
 from toolshim.engine.outcomes import call_outcomes
 from toolshim.engine.turn import Turn, call_key
 from toolshim.types import Message
@@ -172,14 +174,39 @@ def chained_value(messages: Sequence[Message], name: str, parameter: str) -> str
 
 
 def steps_left(
-    memory: PlanMemory, messages: Sequence[Message], *, coding: bool = False
+    memory: PlanMemory,
+    messages: Sequence[Message],
+    *,
+    coding: bool = False,
+    tools: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """The steps an answer to ``messages`` is opened as: planned and held back, or failed
-    before their input was in. Not the failed ones of a ``coding`` agent's turn: a command
-    that failed (a test run) failed for the code, not for a value it lacked, and the step
-    left is the fix (:mod:`.next_step`)."""
-    failed = () if coding else failed_steps(messages)
-    return tuple(dict.fromkeys((*memory.pending(messages), *failed)))
+    """The steps an answer to ``messages`` is opened as: planned and held back, failed
+    before their input was in, or named by a request that orders its steps
+    (:func:`named_steps`; ``tools``: the names offered). Not the failed or named ones of a
+    ``coding`` agent's turn: a command that failed (a test run) failed for the code, not for
+    a value it lacked, and the step left is the fix (:mod:`.next_step`)."""
+    if coding:
+        return memory.pending(messages)
+    found = (*memory.pending(messages), *failed_steps(messages), *named_steps(messages, tools))
+    return tuple(dict.fromkeys(found))
+
+
+def named_steps(messages: Sequence[Message], tools: Sequence[str]) -> tuple[str, ...]:
+    """The tools a request that orders its steps names and no call has used since, once
+    calls have been made and all of them worked: "get the USD price, *then convert* it" —
+    given the price, the 0.5B answered "AAPL is trading at 191.25 USD" without converting it.
+    A tool is named by a word of its name (:func:`~toolshim.engine.more_calls.tool_named`)."""
+    start = request_index(messages)
+    if start is None or start == len(messages) - 1:
+        return ()
+    said = " ".join(messages[start].text.lower().split())
+    if not orders_steps(said):
+        return ()
+    outcomes = [o for o in call_outcomes(messages) if o.position > start]
+    if not outcomes or not all(o.worked for o in outcomes):
+        return ()
+    called = list(dict.fromkeys(o.name for o in outcomes))
+    return tuple(n for n in tools if n not in called and tool_named(n, called, said))
 
 
 def can_open(turn: Turn) -> bool:

@@ -7,6 +7,7 @@ checks run in this order, each on the calls the ones before it left::
     repeats_in_reply       N  a call written several times in one reply is read once
     waiting                 C a call with another call as its argument waits for its result
     first_step                a coding agent's step: the first call and those ready now
+    ordered_steps             a request that orders its steps: one tool at a time
     paths                     a coding agent's file path above the working directory, moved
     undeclared_arguments    C arguments the schema does not declare, dropped
     schema                 NC names, JSON Schema, tool_choice and limits (re-asks)
@@ -47,6 +48,7 @@ from toolshim.engine.checks import (
     first_step,
     made_up,
     number_content,
+    ordered_steps,
     paths,
     placeholders,
     quoted,
@@ -66,6 +68,7 @@ CHECKS: tuple[Check, ...] = (
     repeats_in_reply.CHECK,
     waiting.CHECK,
     first_step.CHECK,
+    ordered_steps.CHECK,
     paths.CHECK,
     undeclared_arguments.CHECK,
     schema.CHECK,

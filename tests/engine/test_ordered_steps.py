@@ -13,8 +13,10 @@ from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.checks.ordered_steps import orders_steps
+from toolshim.engine.plans import fixing_steps
 from toolshim.testing import FunctionUpstream
 from toolshim.testing.tools import function_tool
+from toolshim.types import Message, ToolCall
 
 TOOLS = [
     function_tool("get_capital", "The capital city of a country", country="string"),
@@ -199,3 +201,114 @@ async def test_a_step_the_user_named_is_taken_before_the_answer(
         ]
     else:
         assert made == [] and "191.25" in (second.message.text or "")
+
+
+def failed_call(question: str, name: str, arguments: str, error: str) -> list[Message]:
+    return [
+        Message("user", question),
+        Message("assistant", "", tool_calls=(ToolCall("c0", name, arguments),)),
+        Message("tool", error, tool_call_id="c0"),
+    ]
+
+
+ORDER_TOOLS = ["find_user", "list_orders", "lookup_order", "get_weather"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        # The error and the user both name what find_user finds: it is the step left.
+        (
+            failed_call(
+                "List the orders of user bob (look up his user id, then his orders).",
+                "list_orders",
+                '{"user_id": "bob"}',
+                "error: unknown user id 'bob'; user ids look like 'u-17'",
+            ),
+            ("find_user",),
+        ),
+        # The user named no other tool the error names: the error is the answer.
+        (
+            failed_call(
+                "Which orders does erin have? Find her user id first.",
+                "find_user",
+                '{"username": "erin"}',
+                "error: no user named 'erin'",
+            ),
+            (),
+        ),
+        (
+            failed_call(
+                "What's the weather in Atlantis?",
+                "get_weather",
+                '{"city": "Atlantis"}',
+                "error: no weather data for city 'Atlantis'",
+            ),
+            (),
+        ),
+        # The call worked: nothing to fix.
+        (
+            failed_call(
+                "List the orders of user bob (look up his user id, then his orders).",
+                "list_orders",
+                '{"user_id": "u-42"}',
+                '{"user_id": "u-42", "order_ids": ["1002"]}',
+            ),
+            (),
+        ),
+    ],
+    ids=["named-by-both", "named-by-neither", "one-tool", "worked"],
+)
+def test_the_step_that_fixes_a_failed_call(
+    messages: list[Message], expected: tuple[str, ...]
+) -> None:
+    assert fixing_steps(messages, ORDER_TOOLS) == expected
+
+
+def chain(*steps: tuple[str, str, str]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Which orders does alice have?"}]
+    for i, (name, arguments, result) in enumerate(steps):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return messages
+
+
+UNKNOWN = "error: unknown user id 'alice'; user ids look like 'u-17'"
+
+
+@pytest.mark.parametrize(
+    ("last", "error_shown"),
+    [('{"user_id": "u-17", "order_ids": ["1001"]}', False), ("error: service down", True)],
+    ids=["recovered", "not-recovered"],
+)
+async def test_a_failure_a_later_call_recovered_is_left_out_of_the_answer(
+    last: str, error_shown: bool
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        if "Do not call a tool" in body["messages"][-1]["content"]:
+            return "alice has order 1001."
+        return '[list_orders(user_id="u-17")]'  # the call it has the result of, again
+
+    engine = Engine(FunctionUpstream(reply), mode="force", dialect="pythonic", registry=Registry())
+    tools = [
+        function_tool("find_user", "Find a user id by username", username="string"),
+        function_tool("list_orders", "List the order ids of a user id", user_id="string"),
+    ]
+    messages = chain(
+        ("list_orders", '{"user_id": "alice"}', UNKNOWN),
+        ("find_user", '{"username": "alice"}', '{"user_id": "u-17"}'),
+        ("list_orders", '{"user_id": "u-17"}', last),
+    )
+    completion = await engine.acomplete({"model": "m", "messages": messages, "tools": tools})
+    assert completion.message.text == "alice has order 1001."
+    asked = seen[-1]["messages"][-1]["content"]
+    assert '{"user_id": "u-17"}' in asked  # the lookup's result is there either way
+    assert ("unknown user id" in asked) is error_shown

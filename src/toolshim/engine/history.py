@@ -23,12 +23,12 @@ Nothing is dropped: names, images and unknown fields stay on their messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from toolshim.dialects.base import Dialect
 from toolshim.engine.files_named import untouched_since_request
-from toolshim.types import EMPTY, Message
+from toolshim.types import EMPTY, Message, ToolCall
 
 __all__ = [
     "elided",
@@ -232,9 +232,12 @@ def fold_results(
         return rewrite_history(messages, dialect, instructions, agent=agent)
     calls = {c.id: c for m in after for c in m.tool_calls}
     lines: list[str] = [question.strip()] if question.strip() else []
+    superseded = _superseded(after, calls) if answer and not agent else set()
     for message in after:
         if message.role == "assistant" and message.text.strip():
             lines.append(f"You said: {message.text.strip()}")
+        elif id(message) in superseded:
+            continue
         elif message.role in _RESULT_ROLES:
             call = calls.get(message.tool_call_id or "")
             name = call.name if call else (message.name or "a tool")
@@ -243,7 +246,7 @@ def fold_results(
         elif message.role != "assistant" and message.text.strip():
             lines.append(message.text.strip())
     asked = bool(question.strip())
-    results = [m for m in after if m.role in _RESULT_ROLES]
+    results = [m for m in after if m.role in _RESULT_ROLES and id(m) not in superseded]
     errors = sum(is_error_result(m.text) for m in results)
     untouched = untouched_since_request(messages) if agent else []
     lines.append(
@@ -268,6 +271,26 @@ def fold_results(
     body = list(earlier)
     _append_user(body, folded)
     return tuple(body)
+
+
+def _superseded(after: Sequence[Message], calls: Mapping[str, ToolCall]) -> set[int]:
+    """The results of failed calls whose tool a later call made work: left out of the
+    request for the answer. Given ``list_orders("alice")``'s error, then alice's user id, then
+    her orders, the 0.5B answered "alice has user id u-17" (both such tasks of the agent
+    suite); the error is not what the user asked about, and its note ("if a result is an
+    error, say what failed") pulled the answer back to the first steps. (The ``id`` of each
+    such message.)"""
+    results = [
+        (m, calls[m.tool_call_id].name)
+        for m in after
+        if m.role in _RESULT_ROLES and m.tool_call_id in calls
+    ]
+    return {
+        id(m)
+        for i, (m, name) in enumerate(results)
+        if is_error_result(m.text)
+        and any(n == name and not is_error_result(r.text) for r, n in results[i + 1 :])
+    }
 
 
 def shown_arguments(arguments: str) -> str:

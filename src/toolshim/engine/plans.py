@@ -181,14 +181,41 @@ def steps_left(
     tools: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The steps an answer to ``messages`` is opened as: planned and held back, failed
-    before their input was in, or named by a request that orders its steps
-    (:func:`named_steps`; ``tools``: the names offered). Not the failed or named ones of a
+    before their input was in, named by a request that orders its steps
+    (:func:`named_steps`), or named by the user and by the last call's error
+    (:func:`fixing_steps`; ``tools``: the names offered). Not the failed or named ones of a
     ``coding`` agent's turn: a command that failed (a test run) failed for the code, not for
     a value it lacked, and the step left is the fix (:mod:`.next_step`)."""
     if coding:
         return memory.pending(messages)
-    found = (*memory.pending(messages), *failed_steps(messages), *named_steps(messages, tools))
+    found = (
+        *memory.pending(messages),
+        *failed_steps(messages),
+        *named_steps(messages, tools),
+        *fixing_steps(messages, tools),
+    )
     return tuple(dict.fromkeys(found))
+
+
+def fixing_steps(messages: Sequence[Message], tools: Sequence[str]) -> tuple[str, ...]:
+    """The tools that may fix the last call's failure: not called since the user's message,
+    named by a word of their name in both the error and the user's words. Asked "List the
+    orders of user bob (look up his user id, then his orders)", the 0.5B called
+    ``list_orders(user_id="bob")``, was told "unknown user id 'bob'; user ids look like
+    'u-17'", wrote the same call twice more and answered with the error; ``find_user`` was
+    never called."""
+    start = request_index(messages)
+    outcomes = call_outcomes(messages)
+    if start is None or not outcomes or outcomes[-1].worked:
+        return ()
+    said = " ".join(messages[start].text.lower().split())
+    error = outcomes[-1].result.lower()
+    called = list(dict.fromkeys(o.name for o in outcomes))
+    return tuple(
+        n
+        for n in tools
+        if n not in called and tool_named(n, called, said) and tool_named(n, called, error)
+    )
 
 
 def named_steps(messages: Sequence[Message], tools: Sequence[str]) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
 from toolshim.engine.checks.ordered_steps import orders_steps
-from toolshim.engine.plans import fixing_steps
+from toolshim.engine.plans import chained_value, fixing_steps
 from toolshim.testing import FunctionUpstream
 from toolshim.testing.tools import function_tool
 from toolshim.types import Message, ToolCall
@@ -312,3 +312,26 @@ async def test_a_failure_a_later_call_recovered_is_left_out_of_the_answer(
     asked = seen[-1]["messages"][-1]["content"]
     assert '{"user_id": "u-17"}' in asked  # the lookup's result is there either way
     assert ("unknown user id" in asked) is error_shown
+
+
+@pytest.mark.parametrize(
+    ("lookup_result", "expected"),
+    [
+        ("User bob has id u-42", "u-42"),  # in words: its one id-like token
+        ('{"username": "bob", "user_id": "u-42"}', "u-42"),
+        ("User bob has id u-42 (formerly u-7)", None),  # two: which is not known
+        ("bob joined in March", None),  # none
+    ],
+)
+def test_the_value_a_failed_call_lacked(lookup_result: str, expected: str | None) -> None:
+    messages = [
+        *failed_call(
+            "List the orders of user bob (look up his user id, then his orders).",
+            "list_orders",
+            '{"user_id": "bob"}',
+            "error: unknown user id 'bob'; user ids look like 'u-17'",
+        ),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "find_user", '{"username": "bob"}'),)),
+        Message("tool", lookup_result, tool_call_id="c1"),
+    ]
+    assert chained_value(messages, "list_orders", "user_id") == expected

@@ -149,7 +149,9 @@ def chained_value(messages: Sequence[Message], name: str, parameter: str) -> str
     took as an argument (``get_capital(country="Egypt")``), and that call's JSON result holds
     exactly one string it was not given (``"Cairo"``). Handed ``{"city": "`` to go on from,
     the 0.5B wrote "Egypt" again each time; the value is written for it, and it closes the
-    call (or changes it). None when that is not so."""
+    call (or changes it). A result in words gives its one id-like token ("User bob has id
+    u-42": the 0.5B wrote ``list_orders(user_id="bob")`` again). None when that is not
+    so."""
     outcomes = call_outcomes(messages)
     failed = next((o for o in reversed(outcomes) if o.name == name), None)
     if failed is None or not isinstance(failed.arguments, dict):
@@ -167,10 +169,18 @@ def chained_value(messages: Sequence[Message], name: str, parameter: str) -> str
         try:
             result = json.loads(lookup.result)
         except ValueError:
+            # A result in words ("User bob has id u-42"): its one token with a digit in it.
+            tokens = _ID_TOKEN.findall(lookup.result)
+            found |= {t for t in tokens if t not in given}
             continue
         leaves = result.values() if isinstance(result, dict) else ()
         found |= {v for v in leaves if isinstance(v, str) and v and v not in given}
     return found.pop() if len(found) == 1 else None
+
+
+_ID_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*|(?<![\w.-])\d+(?:-\w+)+")
+"""An id in a sentence: letters then a digit (``u-42``, ``AB123``), or digits joined by a
+dash to more (``2024-05``); not a plain number, which a sentence gives as an amount."""
 
 
 def steps_left(

@@ -272,10 +272,10 @@ async def test_history_is_rewritten_as_text_and_nothing_is_dropped() -> None:
 
 
 async def test_decision_strategy_keeps_tool_results_and_system_text() -> None:
-    upstream = FakeUpstream(['{"tool_calls": []}', "Sunny."])
+    upstream = FakeUpstream(['{"tool_calls": []}', "Sunny, 21C; it is 14:05."])
     engine = Engine(upstream, mode="force", strategy="decision", registry=":memory:")
     completion = await engine.acomplete(CONVERSATION)
-    assert completion.message.content == "Sunny."
+    assert completion.message.content == "Sunny, 21C; it is 14:05."
     decision, final = upstream.history
     text = json.dumps(decision["messages"])
     assert "sunny, 21C" in text and "14:05" in text

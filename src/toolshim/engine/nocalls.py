@@ -19,6 +19,7 @@ from dataclasses import replace
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.history import shown_arguments
+from toolshim.engine.left_out import LEFT_OUT_WARNING, left_out, left_out_note, result_numbers
 from toolshim.engine.stream_parts import StreamedReply, TextGate, first_choice, usage_chunks
 from toolshim.engine.turn import Turn, call_key
 from toolshim.engine.unoffered import drop_unoffered
@@ -124,8 +125,10 @@ def _reask_once(turn: Turn, extra: Sequence[Message], reply: str) -> list[Messag
 
 
 async def answer_without_calls(turn: Turn, body: Body) -> Completion:
-    """Ask for an answer in which no call may be returned (see the module docstring)."""
+    """Ask for an answer in which no call may be returned (see the module docstring); one
+    that leaves out every number its results hold is asked for once more (:mod:`.left_out`)."""
     extra: list[Message] = []
+    numbers = result_numbers(turn)
     while True:
         completion = drop_unoffered(turn, await turn.call(body(extra)), offered=())
         only_call = False
@@ -150,28 +153,50 @@ async def answer_without_calls(turn: Turn, body: Body) -> Completion:
                 turn.warn(kept_warning(turn))
         completion = replace(completion, choices=tuple(choices))
         again = _reask_once(turn, extra, completion.message.text) if only_call else None
+        if again is None and completion.choices[0].finish_reason != "length":
+            again = _values_asked(turn, numbers, extra, completion.message.text)
+            numbers = ()  # asked once at most
         if again is None:
             return completion
         extra = again
+
+
+def _values_asked(
+    turn: Turn, numbers: Sequence[str], extra: Sequence[Message], answer: str
+) -> list[Message] | None:
+    """The messages that ask once more for an answer that left out every number of its
+    results (:mod:`.left_out`), or None."""
+    if not left_out(numbers, answer):
+        return None
+    turn.warn(LEFT_OUT_WARNING)
+    return [*extra, Message("assistant", answer), Message("user", left_out_note(numbers))]
 
 
 async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamChunk]:
     """:func:`answer_without_calls`, streamed: prose as it comes, a possible call held back."""
     tools = turn.request.function_tools
     extra: list[Message] = []
+    numbers = result_numbers(turn)
     while True:
         reply = StreamedReply(turn.dialect.parser(tools, markup=turn.markup), TextGate())
         gate = reply.gate
         finish: str | None = None
+        held: list[str] | None = [] if numbers else None  # until it is known to give them
         async for chunk in first_choice(turn, body(extra)):
             finish = chunk.finish_reason or finish
             if not chunk.content:
                 continue
             if not tools:
-                yield StreamChunk(content=chunk.content)
+                if held is not None:
+                    held.append(chunk.content)
+                else:
+                    yield StreamChunk(content=chunk.content)
                 continue
             for text in reply.feed(chunk.content):
-                yield StreamChunk(content=text)
+                if held is not None:
+                    held.append(text)
+                else:
+                    yield StreamChunk(content=text)
         if tools:
             for text in reply.finish():
                 yield StreamChunk(content=text)
@@ -188,8 +213,19 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
                 continue
             else:
                 rest = reply.parser.received
-            if rest:
+            if rest and held is None:
                 yield StreamChunk(content=rest)
+            elif rest:
+                held.append(rest)
+        if held is not None:
+            answer = "".join(held)
+            asked = _values_asked(turn, numbers, extra, answer) if finish != "length" else None
+            numbers = ()
+            if asked is not None:
+                extra = asked
+                continue
+            if answer:
+                yield StreamChunk(content=answer)
         yield StreamChunk(finish_reason=finish or "stop")
         break
     async for chunk in usage_chunks(turn):

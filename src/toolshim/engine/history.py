@@ -283,7 +283,7 @@ def _superseded(after: Sequence[Message], calls: Mapping[str, ToolCall]) -> set[
     results = [
         (m, calls[m.tool_call_id].name)
         for m in after
-        if m.role in _RESULT_ROLES and m.tool_call_id in calls
+        if m.role in _RESULT_ROLES and m.tool_call_id is not None and m.tool_call_id in calls
     ]
     return {
         id(m)

@@ -213,10 +213,10 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
                 continue
             else:
                 rest = reply.parser.received
-            if rest and held is None:
-                yield StreamChunk(content=rest)
-            elif rest:
+            if rest and held is not None:
                 held.append(rest)
+            elif rest:
+                yield StreamChunk(content=rest)
         if held is not None:
             answer = "".join(held)
             asked = _values_asked(turn, numbers, extra, answer) if finish != "length" else None

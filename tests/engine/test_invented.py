@@ -87,3 +87,62 @@ async def test_answers_that_invent_nothing_in_a_later_turn_are_returned(
     assert completion.message.text == answer
     assert not completion.message.tool_calls
     assert len(seen) == 1
+
+
+WEATHER = [function_tool("get_weather", "The current weather in a city", city="string")]
+PARIS = [
+    {"role": "user", "content": "What's the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c0", "content": '{"temperature_c": 18, "sky": "sunny"}'},
+    {"role": "assistant", "content": "It is sunny and 18 °C in Paris."},
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "continued", "expected"),
+    [
+        # A new subject answered with the earlier result's number: opened, the call is made.
+        (
+            "And in Oslo?",
+            "The weather in Oslo is sunny with 18 degrees.",
+            'get_weather(city="Oslo")]',
+            [("get_weather", {"city": "Oslo"})],
+        ),
+        # Opened, the model wrote the earlier question's call again: the answer stands.
+        ("And in Oslo?", "Oslo: sunny, 18 degrees.", 'get_weather(city="Paris")]', []),
+        # No new subject: the earlier result is the answer.
+        ("Thanks! How warm was it again?", "It was 18 degrees.", 'get_weather(city="x")]', []),
+        # A new subject, but a number the results do not hold: not borrowed (nor invented:
+        # the question gives it).
+        ("Is 25 warm for Oslo?", "25 is warm.", 'get_weather(city="Oslo")]', []),
+    ],
+    ids=["new-subject", "same-call-again", "no-new-subject", "not-from-results"],
+)
+async def test_an_earlier_questions_numbers_for_a_new_subject_open_a_call(
+    question: str, answer: str, continued: str, expected: list[tuple[str, Any]]
+) -> None:
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(FunctionUpstream(prefilling(answer, continued, seen)))
+    request = {
+        "model": "small",
+        "tools": WEATHER,
+        "messages": [*PARIS, {"role": "user", "content": question}],
+    }
+    completion = await engine.acomplete(request)
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert made == expected
+    if expected:
+        assert completion.meta is not None
+        assert any("for a new subject (18)" in w for w in completion.meta.warnings)
+    else:
+        assert completion.message.text == answer

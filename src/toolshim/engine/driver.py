@@ -37,7 +37,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.confidence import unsure_warning
 from toolshim.engine.files_named import untagged
 from toolshim.engine.focus import without_environment
-from toolshim.engine.invented import invented_numbers
+from toolshim.engine.invented import borrowed_numbers, invented_numbers
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.plans import can_open, described_tool, tries_planned_step
@@ -394,7 +394,10 @@ def driver_for(turn: Turn) -> TurnDriver:
         failed=not turn.one_step and bool(unrecovered_errors(turn.request.messages)),
         describes=lambda answer: (
             described_tool(turn, answer) is not None
-            or (can_open(turn) and bool(invented_numbers(turn, answer)))
+            or (
+                can_open(turn)
+                and bool(invented_numbers(turn, answer) or borrowed_numbers(turn, answer))
+            )
         ),
     )
 

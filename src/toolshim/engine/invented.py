@@ -13,14 +13,26 @@ model then writes is returned when its values are in the conversation
 turn's first question is not judged: asked something no tool does (BFCL's irrelevance, "how
 many legs does a spider have?"), the answer's own numbers are its knowledge, and a call opened
 there would be a made-up one.
+
+An answer can also take its numbers from an earlier question's results for a new subject
+(:func:`borrowed_numbers`): asked "And in Oslo?" after Paris's weather (sunny, 18 °C), the
+0.5B answered "The weather in Oslo is sunny with a temperature of 18 degrees Celsius." with
+no call. When the new question names something no earlier message or call did (a capitalised
+word, not a sentence's first) and every number of the answer is one of those results', the
+answer is opened as a call the same way.
 """
 
 from __future__ import annotations
 
+import re
+
 from toolshim.engine.checks.unused_numbers import said_numbers
 from toolshim.engine.turn import Turn
 
-__all__ = ["invented_numbers"]
+__all__ = ["borrowed_numbers", "invented_numbers"]
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]+")
+"""A capitalised word that does not begin a sentence (a place, a person, a ticker)."""
 
 
 def invented_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
@@ -41,3 +53,31 @@ def invented_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
     said = {value for text in texts for _, values in said_numbers(text or "") for value in values}
     out = [n for n, values in said_numbers(answer) if not any(v in said for v in values)]
     return tuple(dict.fromkeys(out))
+
+
+def borrowed_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
+    """The numbers of ``answer``, when each is one an earlier question's results hold and
+    the later question names a new subject (see the module docstring); empty otherwise."""
+    messages = turn.request.messages
+    if turn.one_step or not messages or messages[-1].role != "user":
+        return ()
+    earlier = messages[:-1]
+    if not any(m.role == "user" for m in earlier):
+        return ()
+    before = " ".join(
+        [*(m.text for m in earlier), *(c.arguments for m in earlier for c in m.tool_calls)]
+    ).lower()
+    question = messages[-1].text.strip()
+    if not any(w.lower() not in before for w in _NAME.findall(question) if w != "I"):
+        return ()
+    results = {
+        v
+        for m in earlier
+        if m.role in ("tool", "function")
+        for _, values in said_numbers(m.text)
+        for v in values
+    }
+    given = [(n, values) for n, values in said_numbers(answer)]
+    if not given or not all(any(v in results for v in values) for _, values in given):
+        return ()
+    return tuple(dict.fromkeys(n for n, _ in given))

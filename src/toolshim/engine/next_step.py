@@ -38,7 +38,7 @@ from toolshim.engine.checks.number_content import as_asked
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
-from toolshim.engine.invented import invented_numbers
+from toolshim.engine.invented import borrowed_numbers, invented_numbers
 from toolshim.engine.look_written import looked_content
 from toolshim.engine.more_calls import valid_call
 from toolshim.engine.next_file import (
@@ -168,15 +168,23 @@ async def _invented_step(
     """The call an answer that invents numbers is opened as (:mod:`.invented`), when its
     values are in the conversation; None otherwise (the answer stands)."""
     invented = invented_numbers(turn, answer) if can_open(turn) else ()
-    prefill = turn.dialect.call_opening(None) if invented else None
+    borrowed = () if invented or not can_open(turn) else borrowed_numbers(turn, answer)
+    prefill = turn.dialect.call_opening(None) if invented or borrowed else None
     if prefill is None:
         return None
     call = await _opened_step(turn, extra, body, prefill)
     if call is None or made_up_calls(turn, [call]) != ([call], []):
         return None
+    if call_key(call.name, call.arguments_json) in turn.answered_results:
+        return None  # the earlier question's call again: the answer stands
+    where = (
+        "no message or result gives"
+        if invented
+        else "an earlier question's results gave, for a new subject"
+    )
     turn.warn(
-        f"the model answered a later question with values no message or result gives "
-        f"({', '.join(invented)}); opened as a call, it wrote {call.name!r}"
+        f"the model answered a later question with values {where} "
+        f"({', '.join(invented or borrowed)}); opened as a call, it wrote {call.name!r}"
     )
     return call
 

@@ -355,3 +355,15 @@ async def test_two_tools_on_the_same_values_are_both_called() -> None:
         engine(upstream), ask("Area for base 3, height 4, and the stock price of 3"), False
     )
     assert [name for name, _ in calls] == ["calculate_area", "get_stock_price"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_continued_call_that_needs_the_first_result_waits(stream: bool) -> None:
+    """ "Find the price, then the weather there": the continuation writes a call with a city
+    nobody said; it is not added, and the reply ends (engine.checks.ordered_steps)."""
+    aapl = block("get_stock_price", symbol="AAPL")
+    upstream = FakeUpstream([aapl, continued([aapl], "get_weather", city="Cupertino")])
+    question = "Get the AAPL price, then the weather where the company is based."
+    calls = await calls_of(engine(upstream), ask(question), stream)
+    assert calls == [("get_stock_price", {"symbol": "AAPL"})]
+    assert upstream.calls == 2

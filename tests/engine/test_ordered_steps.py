@@ -76,7 +76,7 @@ async def test_the_next_step_waits_for_the_first_result() -> None:
     calls = [(c.name, json.loads(c.arguments)) for c in first.message.tool_calls]
     assert calls == [("get_capital", {"country": "Egypt"})]
     assert any("one step at a time" in w for w in first.meta.warnings)
-    assert len(seen) == 1  # not continued for more calls: they would be later steps
+    assert len(seen) == 1
     # With the capital in, the answer is opened as the weather call the model had planned.
     second = await engine.acomplete(with_result(body, first.message, "The capital is Cairo."))
     made = [(c.name, json.loads(c.arguments)) for c in second.message.tool_calls]
@@ -111,8 +111,20 @@ async def test_streamed_the_same() -> None:
             '[get_weather(city="Paris"), get_weather(city="London")]',
             ["get_weather", "get_weather"],
         ),
+        # Ordered, but independent: every value is the user's own (BFCL parallel_multiple).
+        (
+            "Get the capital of Egypt. Then get the weather in Paris.",
+            '[get_capital(country="Egypt"), get_weather(city="Paris")]',
+            ["get_capital", "get_weather"],
+        ),
+        # A value the user did not write waits ("Oslo": the capital call will give it).
+        (
+            "Find the capital of Norway, then tell me its weather.",
+            '[get_capital(country="Norway"), get_weather(city="Oslo")]',
+            ["get_capital"],
+        ),
     ],
-    ids=["not-ordered", "one-tool"],
+    ids=["not-ordered", "one-tool", "ordered-independent", "unsaid-value"],
 )
 async def test_calls_that_can_go_together_do(
     question: str, reply: str, expected: list[str]

@@ -52,7 +52,7 @@ from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks import CONTINUED, run_checks
 from toolshim.engine.checks.example_copies import NUMBER
 from toolshim.engine.checks.made_up import STEM
-from toolshim.engine.checks.ordered_steps import request_orders_steps
+from toolshim.engine.checks.ordered_steps import waits
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.json_walk import json_values
@@ -133,7 +133,6 @@ def continues(turn: Turn) -> bool:
         and request.choice.kind in ("auto", "required")
         and bool(request.messages)
         and request.messages[-1].role == "user"
-        and not request_orders_steps(request)
     )
 
 
@@ -176,6 +175,9 @@ async def more_calls(
         if call is None or not (
             new_said_value(call, found, said) or another_tool_asked_for(call, found, said)
         ):
+            break
+        if waits(turn, call, found):  # a later step: remembered, asked for once results are in
+            turn.held_back.append(call.name)
             break
         found = (*found, call)
     if len(found) > len(calls):

@@ -1,31 +1,49 @@
-"""Check ``ordered_steps``: a request that orders its steps gets them one tool at a time.
+"""Check ``ordered_steps``: a later step that needs an earlier one's result waits for it.
 
-"Get the capital of Egypt *and then* the weather there", "find her user id *first*", "get the
-USD price, *then* convert it": the user says the later step needs the earlier one's result.
-The 0.5B wrote the whole chain in its first reply anyway, the later calls with values it had
-not been given: ``get_weather(city="Egypt")``, ``convert_currency(amount=1, …)`` for "one AAPL
-share", ``lookup_order(order_id="123")``. Those failed or were wrong, and it answered from
-them (5 of its 9 failed two-call chains on the agent suite). Each passed the made-up values
-check: the country *was* said, and so was "one".
+"Get the capital of Egypt and then the weather there", "find her user id first", "get the USD
+price, then convert it": the 0.5B wrote the whole chain in its first reply, the later calls
+with values it had not been given or had not got yet: ``get_weather(city="Egypt")``,
+``convert_currency(amount=1, …)`` for "one AAPL share", ``lookup_order(order_id="123")``.
+Those failed or were wrong, and it answered from them (5 of its 9 failed two-call chains on
+the agent suite). Each passed the made-up values check: "Egypt" *was* said, and so was "one".
 
-So, on the request's first step (its last message is the user's) and when the user's words
-order the steps (:func:`orders_steps`), the reply's calls are cut at the first call of a tool
-other than the first call's: more calls of that tool go out together ("the weather in Paris,
-then in London"), a call of the next tool waits for the results. The calls cut are
-remembered as the model's plan (:mod:`toolshim.engine.plans`): once the results are in, an
-answer is opened as the next step's call. The reply is not continued for more calls either
-(:func:`toolshim.engine.more_calls.continues`): what a continuation brings is a later step.
-A coding agent's turn has its own rule (:mod:`.first_step`).
+Only required parameters count (an option the model sets is not what carries a result
+along). Ordering words alone do not make a step wait: 97 of BFCL's 199 ``parallel_multiple``
+questions say "then" or "first" between independent requests ("Find all prime numbers
+between 50 and 150. Then get the fibonacci series upto 150."), whose calls go out together.
+So, when the user's message orders steps (:func:`orders_steps`) and this is the request's
+first step (its last message is the user's), a call of a tool other than the first call's
+waits (:func:`waits`) when one of its values
+
+* is not in the user's message (a string none of whose words, or their first five letters,
+  it writes; a number it does not write, read as numbers are read: ``1`` for "one",
+  ``"123"``, the ``"Oslo"`` the capital call will give), or
+* is one an earlier call of the reply took under another parameter, where that call's tool
+  says it gives this parameter (``get_capital``, "the capital *city* of a country", took
+  ``country="Egypt"``; ``get_weather(city="Egypt")`` waits; ``find_user``, "a customer's
+  *user id* from their username", took ``username="alice"``; ``list_orders(user_id="alice")``
+  waits).
+
+The reply is cut at the first call that waits; the calls cut are remembered as the model's
+plan (:mod:`toolshim.engine.plans`): once the results are in, an answer is opened as the next
+step's call. A reply continued for more calls stops at such a call the same way
+(:mod:`toolshim.engine.more_calls`). A coding agent's turn has its own rule (:mod:`.first_step`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
+from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Revise
+from toolshim.engine.checks.made_up import STEM
+from toolshim.engine.checks.unused_numbers import said_numbers
+from toolshim.engine.turn import Turn
+from toolshim.json_walk import json_values
 from toolshim.types import ChatRequest
 
-__all__ = ["CHECK", "NAME", "orders_steps", "request_orders_steps"]
+__all__ = ["CHECK", "NAME", "orders_steps", "request_orders_steps", "waits"]
 
 NAME = "ordered_steps"
 
@@ -37,6 +55,7 @@ _ORDER = re.compile(
 )
 """Words that order steps: "then", "after that", "first" ending a clause or before a verb of
 looking up ("look up the capital first", "first find the id"); not "the first three"."""
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def orders_steps(text: str) -> bool:
@@ -51,14 +70,75 @@ def request_orders_steps(request: ChatRequest) -> bool:
     return bool(messages) and messages[-1].role == "user" and orders_steps(messages[-1].text)
 
 
+def waits(turn: Turn, call: ParsedCall, earlier: Sequence[ParsedCall]) -> bool:
+    """Whether ``call``, after ``earlier`` in one reply to a request that orders its steps,
+    needs a result not in yet (see the module docstring). Never a call of the first call's
+    tool, nor in a coding agent's turn or a request that does not order its steps."""
+    if (
+        not earlier
+        or call.name == earlier[0].name
+        or turn.one_step
+        or not isinstance(call.arguments, Mapping)
+        or not request_orders_steps(turn.request)
+    ):
+        return False
+    text = turn.request.messages[-1].text
+    words = set(_WORD.findall(text.lower()))
+    stems = {w[:STEM] for w in words if len(w) >= STEM}
+    numbers = {v for _, values in said_numbers(text) for v in values}
+    required = _required(turn, call.name)
+    for parameter, value in call.arguments.items():
+        if required is not None and parameter not in required:
+            continue  # an option the model set: not what carries a result along
+        for leaf in json_values(value):
+            if isinstance(leaf, bool) or leaf is None:
+                continue
+            if isinstance(leaf, str):
+                unsaid = not any(
+                    w in words or (len(w) >= STEM and w[:STEM] in stems)
+                    for w in _WORD.findall(leaf.lower())
+                )
+            else:
+                unsaid = isinstance(leaf, int | float) and float(leaf) not in numbers
+            if unsaid or _given_by(turn, parameter, leaf, earlier):
+                return True
+    return False
+
+
+def _required(turn: Turn, name: str) -> set[str] | None:
+    """The parameters ``name``'s schema requires (None: it lists none, so all count)."""
+    tool = next((t for t in turn.request.function_tools if t.name == name), None)
+    required = tool.parameters.get("required") if tool is not None else None
+    if not isinstance(required, list) or not required:
+        return None
+    return {r for r in required if isinstance(r, str)}
+
+
+def _given_by(turn: Turn, parameter: str, value: object, earlier: Sequence[ParsedCall]) -> bool:
+    """Whether an earlier call took ``value`` under another parameter and its tool's name or
+    description holds every word of ``parameter`` (``city`` in "The capital city of a
+    country")."""
+    wanted = set(_WORD.findall(parameter.lower().replace("_", " ")))
+    descriptions = {t.name: t.description or "" for t in turn.request.function_tools}
+    for call in earlier:
+        if not isinstance(call.arguments, Mapping):
+            continue
+        took = [k for k, v in call.arguments.items() if k != parameter and value in json_values(v)]
+        if not took:
+            continue
+        gives = set(_WORD.findall(f"{call.name} {descriptions.get(call.name, '')}".lower()))
+        if wanted and wanted <= gives:
+            return True
+    return False
+
+
 def _run(reply: CheckedReply) -> Outcome:
     calls = reply.calls
     turn = reply.turn
     if len(calls) < 2 or turn.one_step or not request_orders_steps(turn.request):
         return PASS
-    first = calls[0].name
-    cut = next((i for i, c in enumerate(calls) if c.name != first), len(calls))
-    if cut == len(calls):
+    cut = next((i for i in range(1, len(calls)) if waits(turn, calls[i], calls[:i])), None)
+    if cut is None:
         return PASS
     later = calls[cut:]
     if not reply.continued:
@@ -68,8 +148,8 @@ def _run(reply: CheckedReply) -> Outcome:
         calls[:cut],
         reply.finish,
         (
-            f"one step at a time: the request orders its steps; later call(s) {names} left "
-            f"for the next turn, once the result of {first!r} is in",
+            f"one step at a time: the request orders its steps and {calls[cut].name!r} needs "
+            f"a value not given yet; later call(s) {names} left for the next turn",
         ),
     )
 

@@ -123,7 +123,11 @@ def _given_by(turn: Turn, parameter: str, value: object, earlier: Sequence[Parse
     for call in earlier:
         if not isinstance(call.arguments, Mapping):
             continue
-        took = [k for k, v in call.arguments.items() if k != parameter and value in json_values(v)]
+        took = [
+            k
+            for k, v in call.arguments.items()
+            if k != parameter and any(leaf == value for leaf in json_values(v))
+        ]
         if not took:
             continue
         gives = set(_WORD.findall(f"{call.name} {descriptions.get(call.name, '')}".lower()))

@@ -51,7 +51,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks import CONTINUED, run_checks
 from toolshim.engine.checks.example_copies import NUMBER
-from toolshim.engine.checks.made_up import STEM
+from toolshim.engine.checks.made_up import stem_said, with_stems
 from toolshim.engine.checks.ordered_steps import waits
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
@@ -251,11 +251,8 @@ def tool_named(name: str, earlier: Sequence[str], said: str) -> bool:
     tools ``earlier``: a word of its name (four letters or more, or its first five letters) is
     in ``said`` and in no earlier tool's name."""
     taken = {w for n in earlier for w in _name_words(n)}
-    words = set(_WORD.findall(said))
-    stems = {w[:STEM] for w in words if len(w) >= STEM}
-    return any(
-        w in words or (len(w) >= STEM and w[:STEM] in stems) for w in _name_words(name) - taken
-    )
+    words = with_stems(_WORD.findall(said))
+    return any(stem_said(w, words) for w in _name_words(name) - taken)
 
 
 def _name_words(name: str) -> set[str]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolshim.dialects.interpret import ParsedCall
@@ -50,6 +50,8 @@ __all__ = [
     "grounding_problems",
     "hold_back_made_up",
     "made_up_calls",
+    "stem_said",
+    "with_stems",
 ]
 
 NAME = "made_up"
@@ -86,7 +88,19 @@ def _conversation_words(turn: Turn) -> set[str]:
         initials |= _initials(found)
         for tool_call in message.tool_calls:
             words |= _words(tool_call.arguments)
-    return words | initials | {w[:STEM] for w in words if len(w) >= STEM}
+    return words | initials | with_stems(words)
+
+
+def with_stems(words: Iterable[str]) -> set[str]:
+    """``words`` and the first :data:`STEM` letters of each that long: what
+    :func:`stem_said` looks a word up in."""
+    return {*words, *(w[:STEM] for w in words if len(w) >= STEM)}
+
+
+def stem_said(word: str, said: set[str]) -> bool:
+    """``word`` is in ``said`` (:func:`with_stems`), or its first :data:`STEM` letters are
+    ("prices" for "price", "convert" for "conversion")."""
+    return word in said or (len(word) >= STEM and word[:STEM] in said)
 
 
 def _value_grounded(value: Any, said: set[str]) -> bool:
@@ -108,7 +122,7 @@ def _value_grounded(value: Any, said: set[str]) -> bool:
 
 
 def _word_said(word: str, said: set[str]) -> bool:
-    if word in said or (len(word) >= STEM and word[:STEM] in said):
+    if stem_said(word, said):
         return True
     if word.isdigit() or len(word) < 2:
         return False

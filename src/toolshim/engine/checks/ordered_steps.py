@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Revise
-from toolshim.engine.checks.made_up import STEM
+from toolshim.engine.checks.made_up import stem_said, with_stems
 from toolshim.engine.checks.unused_numbers import said_numbers
 from toolshim.engine.turn import Turn
 from toolshim.json_walk import json_values
@@ -83,8 +83,7 @@ def waits(turn: Turn, call: ParsedCall, earlier: Sequence[ParsedCall]) -> bool:
     ):
         return False
     text = turn.request.messages[-1].text
-    words = set(_WORD.findall(text.lower()))
-    stems = {w[:STEM] for w in words if len(w) >= STEM}
+    words = with_stems(_WORD.findall(text.lower()))
     numbers = {v for _, values in said_numbers(text) for v in values}
     required = _required(turn, call.name)
     for parameter, value in call.arguments.items():
@@ -94,10 +93,7 @@ def waits(turn: Turn, call: ParsedCall, earlier: Sequence[ParsedCall]) -> bool:
             if isinstance(leaf, bool) or leaf is None:
                 continue
             if isinstance(leaf, str):
-                unsaid = not any(
-                    w in words or (len(w) >= STEM and w[:STEM] in stems)
-                    for w in _WORD.findall(leaf.lower())
-                )
+                unsaid = not any(stem_said(w, words) for w in _WORD.findall(leaf.lower()))
             else:
                 unsaid = isinstance(leaf, int | float) and float(leaf) not in numbers
             if unsaid or _given_by(turn, parameter, leaf, earlier):

@@ -35,16 +35,26 @@ _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]+")
 """A capitalised word that does not begin a sentence (a place, a person, a ticker)."""
 
 
+def _later_question(turn: Turn) -> bool:
+    """Whether this is the first reply to a later user turn (not the conversation's first
+    question, nor a coding agent's turn)."""
+    messages = turn.request.messages
+    return (
+        not turn.one_step
+        and bool(messages)
+        and messages[-1].role == "user"
+        and any(m.role == "user" for m in messages[:-1])
+    )
+
+
 def invented_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
     """The numbers in ``answer`` that no message, call or tool description of the request
     holds (read as :func:`~toolshim.engine.checks.unused_numbers.said_numbers` reads them),
     when this is the first reply to a later user turn (see the module docstring); empty
     otherwise."""
     messages = turn.request.messages
-    if turn.one_step or not messages or messages[-1].role != "user":
+    if not _later_question(turn):
         return ()
-    if not any(m.role == "user" for m in messages[:-1]):
-        return ()  # the conversation's first question
     texts = [
         *(m.text for m in messages),
         *(c.arguments for m in messages for c in m.tool_calls),
@@ -59,11 +69,9 @@ def borrowed_numbers(turn: Turn, answer: str) -> tuple[str, ...]:
     """The numbers of ``answer``, when each is one an earlier question's results hold and
     the later question names a new subject (see the module docstring); empty otherwise."""
     messages = turn.request.messages
-    if turn.one_step or not messages or messages[-1].role != "user":
+    if not _later_question(turn):
         return ()
     earlier = messages[:-1]
-    if not any(m.role == "user" for m in earlier):
-        return ()
     before = " ".join(
         [*(m.text for m in earlier), *(c.arguments for m in earlier for c in m.tool_calls)]
     ).lower()

@@ -239,7 +239,7 @@ def named_steps(messages: Sequence[Message], tools: Sequence[str]) -> tuple[str,
     said = " ".join(messages[start].text.lower().split())
     if not orders_steps(said):
         return ()
-    outcomes = [o for o in call_outcomes(messages) if o.position > start]
+    outcomes = call_outcomes(messages)  # (those since the user's message)
     if not outcomes or not all(o.worked for o in outcomes):
         return ()
     called = list(dict.fromkeys(o.name for o in outcomes))

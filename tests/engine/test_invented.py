@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import called
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -92,18 +93,7 @@ async def test_answers_that_invent_nothing_in_a_later_turn_are_returned(
 WEATHER = [function_tool("get_weather", "The current weather in a city", city="string")]
 PARIS = [
     {"role": "user", "content": "What's the weather in Paris?"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "c0",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "c0", "content": '{"temperature_c": 18, "sky": "sunny"}'},
+    *called("get_weather", '{"city": "Paris"}', '{"temperature_c": 18, "sky": "sunny"}', "c0"),
     {"role": "assistant", "content": "It is sunny and 18 °C in Paris."},
 ]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import called
 from toolshim.engine import Engine
 from toolshim.testing import FunctionUpstream
 from toolshim.testing.tools import function_tool
@@ -26,10 +27,7 @@ def conversation(
 ) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
     for i, (name, arguments, result) in enumerate(steps):
-        function = {"name": name, "arguments": arguments}
-        call = {"id": f"c{i}", "type": "function", "function": function}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+        messages += called(name, arguments, result, f"c{i}")
     return messages
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import called
 from toolshim.capabilities.facts import Source
 from toolshim.capabilities.registry import Registry
 from toolshim.engine import Engine
@@ -52,19 +53,10 @@ def body_for(question: str) -> dict[str, Any]:
 
 def with_result(body: dict[str, Any], message: Any, result: str) -> dict[str, Any]:
     call = message.tool_calls[0]
-    assistant = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-        ],
+    return {
+        **body,
+        "messages": [*body["messages"], *called(call.name, call.arguments, result, call.id)],
     }
-    tool = {"role": "tool", "tool_call_id": call.id, "content": result}
-    return {**body, "messages": [*body["messages"], assistant, tool]}
 
 
 async def test_the_next_step_waits_for_the_first_result() -> None:
@@ -280,13 +272,7 @@ def test_the_step_that_fixes_a_failed_call(
 def chain(*steps: tuple[str, str, str]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Which orders does alice have?"}]
     for i, (name, arguments, result) in enumerate(steps):
-        call = {
-            "id": f"c{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": arguments},
-        }
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+        messages += called(name, arguments, result, f"c{i}")
     return messages
 
 

@@ -196,6 +196,9 @@ def steps_left(
     (:func:`fixing_steps`; ``tools``: the names offered). Not the failed or named ones of a
     ``coding`` agent's turn: a command that failed (a test run) failed for the code, not for
     a value it lacked, and the step left is the fix (:mod:`.next_step`)."""
+    start = request_index(messages)
+    if start is None or start == len(messages) - 1:
+        return ()  # nothing since the user's message: no step was taken, none is left
     if coding:
         return memory.pending(messages)
     found = (

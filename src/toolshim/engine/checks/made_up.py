@@ -32,6 +32,7 @@ judged, and not those the schema offers (``enum``, ``const``, ``default``) nor a
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -74,9 +75,9 @@ def _words(text: str) -> set[str]:
 
 def _initials(words: list[str]) -> set[str]:
     """The initials of each two and three ``words`` in a row (``ny`` for New York)."""
-    return {
-        "".join(w[0] for w in words[i : i + n]) for n in (2, 3) for i in range(len(words) - n + 1)
-    }
+    first = [w[0] for w in words]
+    pairs = [a + b for a, b in itertools.pairwise(first)]
+    return {*pairs, *(p + c for p, c in zip(pairs, first[2:], strict=False))}
 
 
 def _conversation_words(turn: Turn) -> set[str]:

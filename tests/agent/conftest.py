@@ -42,6 +42,13 @@ def calls_reply(kind: Kind, *calls: tuple[str, dict[str, Any]], text: str = "") 
     return f"{text}\n{payload}" if text else payload
 
 
+def new_call_after_results(kind: Kind, reply: Any) -> list[Any]:
+    """The replies of a model that makes a new call after results: emulated, its answer is
+    asked for first without tools (toolshim.engine.answer_first), it writes the call there,
+    and again once the tools are offered for it."""
+    return [reply, reply] if kind == "emulated" else [reply]
+
+
 def fake_for(kind: Kind, *replies: Any) -> FakeUpstream:
     """A model with tool support (native) or one that rejects ``tools`` (the engine emulates)."""
     return FakeUpstream(list(replies), tools="native" if kind == "native" else "reject")

@@ -125,7 +125,7 @@ async def test_async_tools_of_one_turn_run_concurrently(kind: Kind) -> None:
         pong.set()
         return "2"
 
-    fake = fake_for(kind, calls_reply(kind, ("first", {}), ("second", {})), "done")
+    fake = fake_for(kind, calls_reply(kind, ("first", {}), ("second", {})), "done: 1 and 2")
     result = await Agent([first, second], upstream=fake, model="m").arun("go")
     assert [r.result for r in result.tool_runs] == ["1", "2"]
 

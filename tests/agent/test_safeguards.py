@@ -11,7 +11,7 @@ from toolshim.agent import Agent
 from toolshim.errors import AgentLimitError
 from toolshim.testing import FakeUpstream, Reply, call
 
-from .conftest import Kind, add, calls_reply, fake_for, get_weather
+from .conftest import Kind, add, calls_reply, fake_for, get_weather, new_call_after_results
 from .test_loop import assert_valid_history
 
 
@@ -60,8 +60,7 @@ async def test_an_emulated_repeat_is_reasked_and_the_run_ends_with_an_answer() -
     fake = fake_for(
         "emulated",
         calls_reply("emulated", ("get_weather", {"city": "Paris"})),
-        repeat,
-        repeat,
+        repeat,  # where its answer was asked for without tools: re-asked once
         "It is 18 degrees in Paris.",
     )
     result = await counting_agent(fake, counter).arun("Weather in Paris?")
@@ -75,7 +74,9 @@ async def test_loop_detection_compares_normalised_arguments(kind: Kind) -> None:
     fake = fake_for(
         kind,
         calls_reply(kind, ("get_weather", {"city": "Paris"})),
-        calls_reply(kind, ("get_weather", {"units": "celsius", "city": "Paris"})),
+        *new_call_after_results(
+            kind, calls_reply(kind, ("get_weather", {"units": "celsius", "city": "Paris"}))
+        ),
     )
     result = await Agent([get_weather], upstream=fake, model="m").arun("Weather in Paris?")
     assert result.stopped == "loop"
@@ -87,7 +88,9 @@ async def test_different_arguments_are_not_a_loop(kind: Kind) -> None:
     fake = fake_for(
         kind,
         calls_reply(kind, ("get_weather", {"city": "Paris"})),
-        calls_reply(kind, ("get_weather", {"city": "Paris", "units": "kelvin"})),
+        *new_call_after_results(
+            kind, calls_reply(kind, ("get_weather", {"city": "Paris", "units": "kelvin"}))
+        ),
         "done",
     )
     result = await counting_agent(fake, counter).arun("Weather in Paris?")
@@ -156,7 +159,12 @@ async def test_a_failed_call_may_be_retried_once_before_it_counts_as_a_loop() ->
 async def test_max_turns_ends_the_run_with_a_clear_answer(kind: Kind) -> None:
     fake = fake_for(
         kind,
-        *(calls_reply(kind, ("add", {"a": i, "b": 1})) for i in range(5)),
+        calls_reply(kind, ("add", {"a": 0, "b": 1})),
+        *(
+            r
+            for i in range(1, 5)
+            for r in new_call_after_results(kind, calls_reply(kind, ("add", {"a": i, "b": 1})))
+        ),
     )
     result = await Agent([add], upstream=fake, model="m", max_turns=3).arun("count")
     assert result.stopped == "max_turns"

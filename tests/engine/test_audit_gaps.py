@@ -195,9 +195,17 @@ async def test_off_mode_never_intervenes_under_none() -> None:
 # -- 3. a call that repeats one already answered ------------------------------------------------
 
 
-def answered(arguments: str = '{"city": "Paris"}', *, result: bool = True) -> dict[str, Any]:
+AND_ROME = "What is the weather in Paris? And in Rome?"
+
+
+def answered(
+    arguments: str = '{"city": "Paris"}',
+    *,
+    result: bool = True,
+    question: str = "What is the weather in Paris?",
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "user", "content": question},
         {
             "role": "assistant",
             "content": None,
@@ -229,7 +237,8 @@ async def test_an_emulated_repeat_of_a_call_that_worked_is_answered_from_the_res
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again, "It is 18 degrees and sunny in Paris."])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    out = await serve(engine, answered('{ "city" : "Paris" }'), stream)
+    # (a question that leaves a step: Rome has no result, so the tools are offered again)
+    out = await serve(engine, answered('{ "city" : "Paris" }', question=AND_ROME), stream)
     assert out.calls == {} and out.content == "It is 18 degrees and sunny in Paris."
     assert upstream.calls == 2 and out.meta is not None and out.meta.reasks == 0
     last = upstream.history[1]

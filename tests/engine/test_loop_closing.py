@@ -32,6 +32,9 @@ def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 USER = {"role": "user", "content": "What's the weather in Paris?"}
+STEP_LEFT = {"role": "user", "content": "What's the weather in Paris? And in Rome?"}
+"""A question its result leaves a step of (Rome's weather): the tools are offered again after
+Paris's result (:mod:`toolshim.engine.answer_first`)."""
 CALLED = {
     "role": "assistant",
     "content": None,
@@ -75,7 +78,7 @@ async def calls_and_warnings(
 async def test_results_are_folded_into_the_question_with_what_to_do_now(dialect: str) -> None:
     upstream = FakeUpstream(["It is 18°C and sunny in Paris."])
     engine = Engine(upstream, mode="force", dialect=dialect, registry=":memory:")
-    text, calls = await answer(engine, body(USER, CALLED, RESULT), stream=False)
+    text, calls = await answer(engine, body(STEP_LEFT, CALLED, RESULT), stream=False)
     assert text == "It is 18°C and sunny in Paris." and calls == []
     sent = upstream.history[0]["messages"]
     assert [m["role"] for m in sent] == ["system", "user"]
@@ -284,7 +287,7 @@ async def test_a_tool_that_declares_no_parameters_takes_what_it_is_given() -> No
 async def test_a_request_after_results_stops_where_an_answered_call_is_written_again() -> None:
     upstream = FakeUpstream(["It is 18°C in Paris."])
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
-    await engine.acomplete(body(USER, CALLED, RESULT))
+    await engine.acomplete(body(STEP_LEFT, CALLED, RESULT))
     assert upstream.history[0]["stop"] == [
         "<tool_response>",
         '}\n{"name": "get_weather", "arguments": {"city": "Paris"}}',
@@ -296,7 +299,7 @@ async def test_a_reply_cut_by_the_repeat_stop_keeps_its_call() -> None:
     cut = '{"name": "get_weather", "arguments": {"city": "Paris"}'  # the stop took the last brace
     upstream = FakeUpstream([cut, cut, "It is 18°C and sunny in Paris."])
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
-    completion = await engine.acomplete(body(USER, CALLED, RESULT))
+    completion = await engine.acomplete(body(STEP_LEFT, CALLED, RESULT))
     assert completion.text == "It is 18°C and sunny in Paris."
     assert upstream.calls == 3  # the repeat, its re-ask, the answer from the results
 
@@ -337,7 +340,7 @@ async def test_the_answer_from_results_asks_for_their_values_or_what_failed(
     upstream = FakeUpstream([*[repeat] * (asked - 1), "Done."])
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
     errored = {**RESULT, "content": result}
-    completion = await engine.acomplete(body(USER, CALLED, errored))
+    completion = await engine.acomplete(body(STEP_LEFT, CALLED, errored))
     assert completion.text == "Done." and upstream.calls == asked
     last = upstream.history[asked - 1]["messages"][-1]["content"]
     assert closing in last and result in last
@@ -349,7 +352,7 @@ async def test_an_empty_reply_after_results_is_asked_again_without_tools(stream:
     stop sequence leaves nothing, and an empty answer is no answer to an agent."""
     upstream = FakeUpstream(["", "It is 18°C and sunny in Paris."])
     engine = Engine(upstream, mode="force", dialect="pythonic", registry=":memory:")
-    text, calls = await answer(engine, body(USER, CALLED, RESULT), stream)
+    text, calls = await answer(engine, body(STEP_LEFT, CALLED, RESULT), stream)
     assert (text, calls) == ("It is 18°C and sunny in Paris.", [])
     assert "Tool result:" in upstream.history[0]["stop"]
     assert "Do not call a tool" in upstream.history[1]["messages"][-1]["content"]

@@ -93,18 +93,16 @@ async def test_one_call_where_the_user_asked_for_two_is_continued_to_two(stream:
         [
             PARIS,
             continued([PARIS], "get_weather", city="London"),
-            continued([PARIS, LONDON], "get_weather", city="Paris"),  # again: the end
         ]
     )
     calls = await calls_of(engine(upstream), ask("Weather in Paris and in London?"), stream)
     assert calls == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "London"})]
-    assert upstream.calls == 3
-    second, third = upstream.history[1], upstream.history[2]
+    assert upstream.calls == 2  # both names taken: nothing more is asked for
+    second = upstream.history[1]
     assert second["messages"][-1] == {
         "role": "assistant",
         "content": PARIS + '\n<tool_call>\n{"name": "',
     }
-    assert third["messages"][-1]["content"] == PARIS + "\n" + LONDON + '\n<tool_call>\n{"name": "'
     assert second["max_tokens"] < 100 and not second.get("stream")  # bounded by the calls' size
     assert second["messages"][:-1] == upstream.history[0]["messages"]
 
@@ -112,10 +110,10 @@ async def test_one_call_where_the_user_asked_for_two_is_continued_to_two(stream:
 @pytest.mark.parametrize(
     ("question", "continuation"),
     [
-        ("Weather in Paris?", {"city": "Paris"}),  # the same call again
-        ("Weather in Paris?", {"city": "London"}),  # a city nobody said
-        ("Weather in Paris in celsius?", {"city": "Paris", "unit": "c"}),  # a key added
-        ("Weather in Paris?", {"city": "..."}),  # a placeholder
+        ("Weather in Paris and Rome?", {"city": "Paris"}),  # the same call again
+        ("Weather in Paris and Rome?", {"city": "London"}),  # a city nobody said
+        ("Weather in Paris and Rome in celsius?", {"city": "Paris", "unit": "c"}),  # a key added
+        ("Weather in Paris and Rome?", {"city": "..."}),  # a placeholder
         ("Weather in Paris and Rome?", {"town": "Rome"}),  # not the tool's schema
     ],
     ids=["repeat", "unsaid", "added-key", "placeholder", "invalid"],
@@ -127,6 +125,36 @@ async def test_a_continued_call_that_brings_nothing_the_user_said_is_dropped(
     calls = await calls_of(engine(upstream), ask(question), False)
     assert calls == [("get_weather", {"city": "Paris"})]
     assert upstream.calls == 2
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Weather in Paris?",
+        "What's the weather like in Paris right now",
+        "Weather at postcode 75001?",  # the number is the call's (a string)
+    ],
+)
+async def test_a_question_that_asks_for_nothing_more_is_not_continued(question: str) -> None:
+    """No list, no number and no tool named beyond the first call: no continued call could be
+    kept, so none is asked for (it cost the 0.5B a request after each first call)."""
+    first = block("get_weather", city="75001" if "75001" in question else "Paris")
+    upstream = FakeUpstream([first, continued([first], "get_weather", city="London")])
+    calls = await calls_of(engine(upstream), ask(question), False)
+    assert [name for name, _ in calls] == ["get_weather"]
+    assert upstream.calls == 1
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Weather in Paris; Rome too", "Weather in Paris, Rome", "Weather in Paris or Rome?"],
+)
+async def test_a_question_that_lists_things_is_continued(question: str) -> None:
+    first = block("get_weather", city="Paris")
+    rome = continued([first], "get_weather", city="Rome")
+    upstream = FakeUpstream([first, rome, ""])
+    calls = await calls_of(engine(upstream), ask(question), False)
+    assert calls == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})]
 
 
 async def test_another_tool_and_numbers_said_in_the_question_are_kept() -> None:

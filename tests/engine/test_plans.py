@@ -258,10 +258,13 @@ async def test_a_step_that_failed_before_its_input_is_asked_for_again(
     completion = await engine.acomplete(body)
     made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
     assert made == expected
-    assert seen[1]["messages"][-1]["content"] == '[get_weather(city="'
+    # Opened at once, before the model is asked anything (toolshim.engine.next_step.planned_first).
+    assert seen[0]["messages"][-1]["content"] == '[get_weather(city="'
     if not expected:
-        # The answer says nothing of the failed call: asked for again (toolshim.engine.unreported).
-        assert len(seen) == 3 and completion.message.text == "The capital of Egypt is Cairo."
+        # Opened in vain: the model's reply is asked for, and not opened again; it says nothing
+        # of the failed call, so it is asked for again (toolshim.engine.unreported).
+        assert [m["messages"][-1]["role"] for m in seen] == ["assistant", "user", "user"]
+        assert completion.message.text == "The capital of Egypt is Cairo."
 
 
 def message_dict(message: Message) -> dict[str, Any]:
@@ -386,7 +389,7 @@ async def test_the_value_a_failed_step_lacked_is_written_for_the_model(
         "tools": WEATHER_TOOLS,
     }
     completion = await engine.acomplete(body)
-    assert seen[1]["messages"][-1]["content"] == opening
+    assert seen[0]["messages"][-1]["content"] == opening
     made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
     if opening.endswith("Cairo"):
         assert made == [("get_weather", {"city": "Cairo"})]

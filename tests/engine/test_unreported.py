@@ -134,7 +134,8 @@ async def test_after_a_step_opened_in_vain_the_silent_answer_is_asked_for_again(
         last = request["messages"][-1]
         if last["role"] == "assistant":
             return last["content"] + 'Nairobi")]'
-        return "The weather in Nairobi is currently sunny." if len(seen) == 1 else again
+        answers = sum(m["messages"][-1]["role"] == "user" for m in seen)
+        return "The weather in Nairobi is currently sunny." if answers == 1 else again
 
     upstream = FunctionUpstream(reply)
     engine = Engine(upstream, mode="force", dialect="pythonic", registry=Registry())
@@ -145,7 +146,8 @@ async def test_after_a_step_opened_in_vain_the_silent_answer_is_asked_for_again(
     request["messages"] = [messages[0], both, messages[2], messages[4]]
     completion = await engine.acomplete(request)
     assert completion.message.text == again
-    assert [m["messages"][-1]["role"] for m in seen] == ["user", "assistant", "user"]
+    # The step opened first (in vain), then the model's answer, silent, asked for again.
+    assert [m["messages"][-1]["role"] for m in seen] == ["assistant", "user", "user"]
 
 
 async def test_an_answer_cut_by_max_tokens_is_not_asked_for_again() -> None:

@@ -20,7 +20,7 @@ def test_the_agent_reads_a_file_through_the_filesystem_server(
     filesystem_server: Path, notes_dir: Path, kind: str
 ) -> None:
     def model(body: dict[str, Any]) -> Any:
-        if NOTES in json.dumps(body["messages"][1:]):  # the file came back as a tool result
+        if NOTES in json.dumps(body["messages"]):  # the file came back as a tool result
             return "notes.txt says: " + NOTES
         names = {t["function"]["name"] for t in body.get("tools", ())}
         if kind == "native":

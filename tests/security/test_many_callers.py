@@ -477,7 +477,13 @@ async def test_markup_in_descriptions_and_results_cannot_open_or_close_the_promp
             },
         }
     ]
-    conversation = [*HOSTILE_CONVERSATION[:2], {**HOSTILE_CONVERSATION[2], "content": escape}]
+    # (a question its result leaves a step of, page 2: the tools are offered again with it)
+    question = {"role": "user", "content": "Summarise https://example.com/blog and its page 2."}
+    conversation = [
+        question,
+        HOSTILE_CONVERSATION[1],
+        {**HOSTILE_CONVERSATION[2], "content": escape},
+    ]
     upstream = FakeUpstream(["A cooking blog."] * 2)
     async with proxy(upstream, mode="force", dialect="hermes") as p:
         answer = await p.client.post(

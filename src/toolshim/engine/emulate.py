@@ -20,14 +20,22 @@ import toolshim.engine.driver as steps
 from toolshim.dialects.base import rendered_tools
 from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
+from toolshim.engine.answer_first import STEP_WARNING as ANSWER_FIRST_STEP_WARNING
+from toolshim.engine.answer_first import WARNING as ANSWER_FIRST_WARNING
+from toolshim.engine.answer_first import answers_first
 from toolshim.engine.checks import run_checks
 from toolshim.engine.checks.repeats_in_reply import repeat_stops
 from toolshim.engine.focus import condense_tools
 from toolshim.engine.history import fold_results, rewrite_history
 from toolshim.engine.markup import defused_results, defused_tools
 from toolshim.engine.more_calls import more_calls
-from toolshim.engine.next_step import next_step, step_before_giving_up, written_instead
-from toolshim.engine.nocalls import answer_without_calls
+from toolshim.engine.next_step import (
+    next_step,
+    planned_first,
+    step_before_giving_up,
+    written_instead,
+)
+from toolshim.engine.nocalls import answer_without_calls, first_answer
 from toolshim.engine.turn import Turn, emulated_id
 from toolshim.engine.unoffered import drop_unoffered
 from toolshim.engine.validate import Verdict
@@ -245,6 +253,15 @@ async def emulate(turn: Turn) -> Completion:
     turn.mark_emulated()
     if not turn.request.wants_tools:
         return await answer_without_calls(turn, partial(emulation_request, turn))
+    if answers_first(turn):
+        answered = await first_answer(turn, partial(emulation_request, turn, instructions=False))
+        if answered is not None:
+            turn.warn(ANSWER_FIRST_WARNING)
+            return answered
+        turn.warn(ANSWER_FIRST_STEP_WARNING)
+    first = await planned_first(turn, partial(emulation_request, turn))
+    if first is not None:
+        return _with_choice(first[1], 0, tool_call_message([first[0]]), "tool_calls")
     driver = steps.driver_for(turn)
     while True:
         opening = confidence.judged(turn, first_attempt=not driver.messages)

@@ -29,8 +29,10 @@ __all__ = [
     "NO_TOOLS_REASK",
     "Body",
     "answer_without_calls",
+    "first_answer",
     "kept_warning",
     "leak",
+    "new_step",
     "offers_called_tool",
     "repeated_results",
     "stream_without_calls",
@@ -127,6 +129,19 @@ def _reask_once(turn: Turn, extra: Sequence[Message], reply: str) -> list[Messag
 async def answer_without_calls(turn: Turn, body: Body) -> Completion:
     """Ask for an answer in which no call may be returned (see the module docstring); one
     that leaves out every number its results hold is asked for once more (:mod:`.left_out`)."""
+    completion = await _without_calls(turn, body, first=False)
+    assert completion is not None  # (only a first answer ends without one)
+    return completion
+
+
+async def first_answer(turn: Turn, body: Body) -> Completion | None:
+    """:func:`answer_without_calls` for an answer asked for first (:mod:`.answer_first`): a
+    first reply that is nothing but a call the turn has no result for ends it, and None is
+    returned (the model wants a step: the tools are offered for it)."""
+    return await _without_calls(turn, body, first=True)
+
+
+async def _without_calls(turn: Turn, body: Body, *, first: bool) -> Completion | None:
     extra: list[Message] = []
     numbers = result_numbers(turn)
     while True:
@@ -143,6 +158,8 @@ async def answer_without_calls(turn: Turn, body: Body) -> Completion:
                 message = Message("assistant", prose, extra=choice.message.extra)
                 choices[position] = replace(choice, message=message)
             elif position == 0:
+                if first and not extra and new_step(turn, parsed.calls):
+                    return None
                 answer = repeated_results(turn, parsed.calls)
                 only_call = answer is None
                 if answer is not None:
@@ -172,8 +189,24 @@ def _values_asked(
     return [*extra, Message("assistant", answer), Message("user", left_out_note(numbers))]
 
 
-async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamChunk]:
-    """:func:`answer_without_calls`, streamed: prose as it comes, a possible call held back."""
+def _gives_one(numbers: Sequence[str], held: Sequence[str], latest: str) -> bool:
+    """Whether the answer held so far writes one of ``numbers`` (read again only when its
+    latest piece has a digit)."""
+    return any(c.isdigit() for c in latest) and not left_out(numbers, "".join(held))
+
+
+def new_step(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
+    """Whether ``calls`` hold one whose result the turn does not have."""
+    answered = turn.answered_results
+    return any(call_key(c.name, c.arguments_json) not in answered for c in calls)
+
+
+async def stream_without_calls(
+    turn: Turn, body: Body, *, first: bool = False
+) -> AsyncIterator[StreamChunk]:
+    """:func:`answer_without_calls`, streamed: prose as it comes, a possible call held back.
+    ``first``: as there; a first reply that is nothing but a new call ends the stream before
+    any chunk (the caller then offers the tools)."""
     tools = turn.request.function_tools
     extra: list[Message] = []
     numbers = result_numbers(turn)
@@ -181,30 +214,33 @@ async def stream_without_calls(turn: Turn, body: Body) -> AsyncIterator[StreamCh
         reply = StreamedReply(turn.dialect.parser(tools, markup=turn.markup), TextGate())
         gate = reply.gate
         finish: str | None = None
-        held: list[str] | None = [] if numbers else None  # until it is known to give them
+        # Held until it is known to give one of the results' numbers, then sent as it comes.
+        held: list[str] | None = [] if numbers else None
         async for chunk in first_choice(turn, body(extra)):
             finish = chunk.finish_reason or finish
             if not chunk.content:
                 continue
-            if not tools:
-                if held is not None:
-                    held.append(chunk.content)
-                else:
-                    yield StreamChunk(content=chunk.content)
-                continue
-            for text in reply.feed(chunk.content):
-                if held is not None:
-                    held.append(text)
-                else:
+            for text in reply.feed(chunk.content) if tools else (chunk.content,):
+                if held is None:
                     yield StreamChunk(content=text)
+                    continue
+                held.append(text)
+                if _gives_one(numbers, held, text):
+                    yield StreamChunk(content="".join(held))
+                    held = None
         if tools:
             for text in reply.finish():
-                yield StreamChunk(content=text)
+                if held is None:
+                    yield StreamChunk(content=text)
+                else:
+                    held.append(text)
             if not writes_a_call(turn, reply.calls, reply.declined):
                 rest = gate.flush(gate.tail)
             elif (gate.emitted + gate.after_call).strip():
                 turn.warn(stripped_warning(turn))
                 rest = gate.flush(gate.after_call).rstrip()
+            elif first and not extra and new_step(turn, reply.calls):
+                return
             elif (answer := repeated_results(turn, reply.calls)) is not None:
                 turn.warn(RESULTS_WARNING)
                 rest = answer

@@ -24,6 +24,9 @@ import toolshim.engine.confidence as confidence
 import toolshim.engine.driver as steps
 import toolshim.engine.relay as relay
 from toolshim.accumulate import ChoiceAccumulator
+from toolshim.engine.answer_first import STEP_WARNING as ANSWER_FIRST_STEP_WARNING
+from toolshim.engine.answer_first import WARNING as ANSWER_FIRST_WARNING
+from toolshim.engine.answer_first import answers_first
 from toolshim.engine.emulate import (
     check,
     emulation_request,
@@ -32,7 +35,7 @@ from toolshim.engine.emulate import (
     well_formed,
     whole_attempt,
 )
-from toolshim.engine.next_step import next_step, step_before_giving_up
+from toolshim.engine.next_step import next_step, planned_first, step_before_giving_up
 from toolshim.engine.nocalls import stream_without_calls
 from toolshim.engine.routes import STRIPPED_WARNING, Route, Router, strip_request
 from toolshim.engine.stream_parts import (
@@ -192,6 +195,23 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         body = partial(emulation_request, turn, stream=True)
         async for chunk in stream_without_calls(turn, body):
             yield chunk
+        return
+    if answers_first(turn):
+        body = partial(emulation_request, turn, instructions=False, stream=True)
+        finished = False
+        async for chunk in stream_without_calls(turn, body, first=True):
+            if chunk.finish_reason is not None and not finished:
+                finished = True
+                turn.warn(ANSWER_FIRST_WARNING)
+            yield chunk
+        if finished:
+            return
+        turn.warn(ANSWER_FIRST_STEP_WARNING)
+    first = await planned_first(turn, partial(emulation_request, turn))
+    if first is not None:
+        for chunk in call_chunks([first[0]]):
+            yield chunk
+        yield StreamChunk(finish_reason="tool_calls")
         return
     driver = steps.driver_for(turn)
     while True:

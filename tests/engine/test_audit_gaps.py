@@ -275,7 +275,7 @@ async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_an
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again, "Paris has no weather data."])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    body = answered('{ "city" : "Paris" }', result=False)
+    body = answered('{ "city" : "Paris" }', result=False, question=AND_ROME)  # (Rome: to try)
     body["messages"].append(
         {"role": "tool", "tool_call_id": "c1", "content": "Error: no weather data for 'Paris'"}
     )
@@ -288,13 +288,30 @@ async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_an
 
 
 @pytest.mark.parametrize("stream", [False, True])
+async def test_a_failed_repeat_with_nothing_left_to_try_is_answered_at_once(stream: bool) -> None:
+    """The request holds nothing no call took: told its call failed, the 0.5B wrote it again
+    in each of its tool-error tasks. The answer is asked for without tools at once."""
+    again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    upstream = FakeUpstream([again, "There is no weather data for Paris."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    body = answered(result=False)
+    failed = {"role": "tool", "tool_call_id": "c1", "content": "Error: no weather data"}
+    body["messages"].append(failed)
+    out = await serve(engine, body, stream)
+    assert out.content == "There is no weather data for Paris." and upstream.calls == 2
+    assert "Tell the user, in plain words, what failed" in str(upstream.history[1]["messages"])
+    assert out.meta is not None
+    assert any("nothing else to try" in w for w in out.meta.warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
 async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream: bool) -> None:
     """A repeat of a call that failed is re-asked once (the fix may be another call); written
     again, the answer is asked for from the results."""
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
     upstream = FakeUpstream([again, again, "18 degrees in Paris."])
     engine = Engine(upstream, mode="force", registry=":memory:")
-    body = answered(result=False)
+    body = answered(result=False, question=AND_ROME)
     failed = {"role": "tool", "tool_call_id": "c1", "content": "Error: station down, try later"}
     body["messages"].append(failed)
     out = await serve(engine, body, stream)
@@ -303,7 +320,7 @@ async def test_a_second_repeat_is_answered_from_the_results_without_tools(stream
     last = upstream.history[2]["messages"]
     assert "get_weather" not in last[0]["content"] or last[0]["role"] != "system"
     folded = last[-1]["content"]
-    assert folded.startswith("What is the weather in Paris?")
+    assert folded.startswith(AND_ROME)
     assert 'You called get_weather(city="Paris"); it returned:' in folded
     assert "Tell the user, in plain words, what failed" in folded
     assert out.meta is not None

@@ -32,7 +32,7 @@ from toolshim.engine.outcomes import call_outcomes
 from toolshim.engine.turn import Turn
 from toolshim.types import Strategy
 
-__all__ = ["STEP_WARNING", "WARNING", "answers_first"]
+__all__ = ["STEP_WARNING", "WARNING", "answers_first", "nothing_more_asked"]
 
 WARNING = "no step is left after the results: the answer was asked for without tools"
 STEP_WARNING = (
@@ -58,9 +58,20 @@ def answers_first(turn: Turn) -> bool:
         or messages[-1].role not in _RESULT_ROLES
     ):
         return False
+    return turn.nothing_asked and all(o.worked for o in call_outcomes(messages))
+
+
+def nothing_more_asked(turn: Turn) -> bool:
+    """Whether the request ends with results, and the calls made since the user's message
+    leave nothing in it to call for (:func:`~toolshim.engine.more_calls.more_asked`), and no
+    step is planned (:attr:`Turn.nothing_asked`)."""
+    messages = turn.request.messages
+    if not messages or messages[-1].role not in _RESULT_ROLES:
+        return False
     start = request_index(messages)
     outcomes = call_outcomes(messages)
-    if start is None or not outcomes or not all(o.worked for o in outcomes):
+    if start is None or not outcomes or turn.planned:
         return False
     calls = [(o.name, o.arguments) for o in outcomes]
-    return not more_asked(messages[start].text, calls, [t.name for t in request.function_tools])
+    tools = [t.name for t in turn.request.function_tools]
+    return not more_asked(messages[start].text, calls, tools)

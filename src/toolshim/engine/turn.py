@@ -112,6 +112,10 @@ class Turn:
     planned: tuple[str, ...] = ()
     """Steps the model planned earlier in this request's conversation and toolshim held back,
     not taken yet (:mod:`toolshim.engine.plans`): an answer is opened as the first one's call."""
+    nothing_asked: bool = False
+    """The calls made since the user's message leave nothing in it to call for, and no step
+    is planned (:func:`toolshim.engine.answer_first.nothing_more_asked`): an answer may be
+    asked for at once, and a failed call written again is not re-asked."""
     plans: Any = None
     """The engine's :class:`~toolshim.engine.plans.PlanMemory`, told what this turn holds back."""
     held_back: list[str] = field(default_factory=list)

@@ -76,6 +76,16 @@ def repeat_problems(turn: Turn, calls: Sequence[ParsedCall]) -> list[str]:
             "results without tools"
         )
         return []
+    if not worked and not turn.one_step and turn.nothing_asked:
+        # A failed call again, and the request holds nothing left to try (no value no call
+        # took, no tool it names, no step planned): told it failed, the 0.5B wrote it a third
+        # time in each of its tool-error tasks, and answered with the error without tools.
+        turn.answer_now = True
+        turn.warn(
+            "the model repeated a call that failed, and the request holds nothing else to try; "
+            "answered from the results without tools"
+        )
+        return []
     problems = []
     for call, result in repeated:
         shown = json.dumps(call.arguments, ensure_ascii=False)

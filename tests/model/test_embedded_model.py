@@ -278,9 +278,9 @@ async def test_auto_mode_on_the_learned_facts_emulates_with_the_measured_dialect
     """What ``toolshim serve`` does with the embedded model: native_tools=no → emulate."""
     upstream = Recording(OpenAIUpstream(qwen.base_url))
     data = await _complete(product_engine(qwen, upstream), request(qwen, NEEDS_A_TOOL))
-    # one city asked for: the continued reply's second call is dropped, one call returned
-    assert_one_emulated_call(data, continuations=1)
-    assert upstream.bodies[1]["messages"][-1]["role"] == "assistant"
+    # one city asked for, nothing more in the question: the reply is not continued
+    assert_one_emulated_call(data, continuations=0)
+    assert all(b["messages"][-1]["role"] == "user" for b in upstream.bodies)
     assert (data["toolshim"]["mode"], data["toolshim"]["dialect"]) == ("auto", "hermes")
 
 

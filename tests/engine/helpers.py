@@ -72,6 +72,22 @@ def called(name: str, arguments: str, result: str, call_id: str = "c1") -> list[
     ]
 
 
+async def text_and_warnings(
+    engine: Engine, body: dict[str, Any], stream: bool
+) -> tuple[str, list[str]]:
+    """The answer's text and warnings, the request served whole or streamed."""
+    if not stream:
+        completion = await engine.acomplete(body)
+        assert completion.meta is not None
+        return completion.text, list(completion.meta.warnings)
+    text, warnings = "", []
+    async for chunk in engine.astream({**body, "stream": True}):
+        text += chunk.content or ""
+        if chunk.meta is not None:
+            warnings = list(chunk.meta.warnings)
+    return text, warnings
+
+
 def system_text(body: dict[str, Any]) -> str:
     return "\n".join(
         m["content"]

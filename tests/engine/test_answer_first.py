@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.helpers import called
+from tests.engine.helpers import called, text_and_warnings
 from toolshim.engine import Engine
 from toolshim.engine.answer_first import WARNING
 from toolshim.testing import FakeUpstream
@@ -36,16 +36,7 @@ async def serve(
     engine: Engine, messages: list[dict[str, Any]], stream: bool, **extra: Any
 ) -> tuple[str, list[str]]:
     body = {"model": "m", "messages": messages, "tools": TOOLS, **extra}
-    if not stream:
-        completion = await engine.acomplete(body)
-        assert completion.meta is not None
-        return completion.text, list(completion.meta.warnings)
-    text, warnings = "", []
-    async for chunk in engine.astream({**body, "stream": True}):
-        text += chunk.content or ""
-        if chunk.meta is not None:
-            warnings = list(chunk.meta.warnings)
-    return text, warnings
+    return await text_and_warnings(engine, body, stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

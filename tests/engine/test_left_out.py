@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.helpers import called
+from tests.engine.helpers import called, text_and_warnings
 from toolshim.engine import Engine
 from toolshim.testing import FunctionUpstream
 from toolshim.testing.tools import function_tool
@@ -51,16 +51,7 @@ def model(first: str, seen: list[dict[str, Any]]) -> Any:
 
 async def answer(engine: Engine, messages: list[dict[str, Any]], stream: bool) -> tuple[str, Any]:
     body = {"model": "m", "messages": messages, "tools": TOOLS, "tool_choice": "none"}
-    if not stream:
-        completion = await engine.acomplete(body)
-        return completion.message.text, completion.meta.warnings
-    text = ""
-    warnings: list[str] = []
-    async for chunk in engine.astream({**body, "stream": True}):
-        text += chunk.content or ""
-        if chunk.meta is not None:
-            warnings = list(chunk.meta.warnings)
-    return text, warnings
+    return await text_and_warnings(engine, body, stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -46,25 +46,21 @@ _RESULT_ROLES = frozenset({"tool", "function"})
 def answers_first(turn: Turn) -> bool:
     """Whether this turn's answer is asked for without tools from the start (see the module
     docstring)."""
-    request = turn.request
-    messages = request.messages
-    if (
-        request.choice.kind != "auto"
-        or turn.strategy is not Strategy.SINGLE
-        or turn.one_step
-        or turn.caller_format is not None
-        or turn.planned
-        or not messages
-        or messages[-1].role not in _RESULT_ROLES
-    ):
-        return False
-    return turn.nothing_asked and all(o.worked for o in call_outcomes(messages))
+    return (
+        turn.nothing_asked  # (the request ends with results, and no step is planned)
+        and turn.request.choice.kind == "auto"
+        and turn.strategy is Strategy.SINGLE
+        and not turn.one_step
+        and turn.caller_format is None
+        and all(o.worked for o in call_outcomes(turn.request.messages))
+    )
 
 
 def nothing_more_asked(turn: Turn) -> bool:
     """Whether the request ends with results, and the calls made since the user's message
     leave nothing in it to call for (:func:`~toolshim.engine.more_calls.more_asked`), and no
-    step is planned (:attr:`Turn.nothing_asked`)."""
+    step is planned (:attr:`Turn.nothing_asked`, set by the emulated paths: only their
+    checks read it)."""
     messages = turn.request.messages
     if not messages or messages[-1].role not in _RESULT_ROLES:
         return False

@@ -22,7 +22,7 @@ from toolshim.dialects.extract import ParsedReply
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.answer_first import STEP_WARNING as ANSWER_FIRST_STEP_WARNING
 from toolshim.engine.answer_first import WARNING as ANSWER_FIRST_WARNING
-from toolshim.engine.answer_first import answers_first
+from toolshim.engine.answer_first import answers_first, nothing_more_asked
 from toolshim.engine.checks import run_checks
 from toolshim.engine.checks.repeats_in_reply import repeat_stops
 from toolshim.engine.focus import condense_tools
@@ -253,6 +253,7 @@ async def emulate(turn: Turn) -> Completion:
     turn.mark_emulated()
     if not turn.request.wants_tools:
         return await answer_without_calls(turn, partial(emulation_request, turn))
+    turn.nothing_asked = nothing_more_asked(turn)
     if answers_first(turn):
         answered = await first_answer(turn, partial(emulation_request, turn, instructions=False))
         if answered is not None:

@@ -35,7 +35,6 @@ from toolshim.capabilities.profiles import shipped_profiles
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.rejections import match_rejection
 from toolshim.dialects import PromptOptions, get_dialect
-from toolshim.engine.answer_first import nothing_more_asked
 from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulation_request
 from toolshim.engine.focus import (
@@ -311,7 +310,6 @@ class Engine:
             ),
             plans=self.plans,
         )
-        turn.nothing_asked = nothing_more_asked(turn)
         for note in schema_notes:
             turn.warn(note)
         return turn

@@ -59,7 +59,6 @@ from toolshim.json_walk import json_values
 from toolshim.types import ChatRequest, Message, Strategy, ToolCall
 
 __all__ = [
-    "LISTS",
     "MAX_CALLS",
     "another_tool_asked_for",
     "asks_for_more",
@@ -67,10 +66,8 @@ __all__ = [
     "more_asked",
     "more_calls",
     "new_said_value",
-    "number_left",
     "tool_named",
     "valid_call",
-    "written",
 ]
 
 log = logging.getLogger(__name__)
@@ -205,40 +202,34 @@ def asks_for_more(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
 def more_asked(text: str, calls: Sequence[tuple[str, Any]], tools: Sequence[str]) -> bool:
     """Whether the user's message ``text`` may ask for more than ``calls`` (each a name and
     its decoded arguments) of the offered ``tools``: it names a tool none of them is
-    (:func:`tool_named`), holds a number none took (:func:`number_left`) or a capitalised
+    (:func:`tool_named`), holds a number none took or a capitalised
     word past a sentence's first that none wrote (a name: "Oslo" after Paris's call), or
-    lists things (:data:`LISTS`: "and", a comma, "or") and one call was made."""
+    lists things ("and", a comma, "or") and one call was made."""
     said = " ".join(text.lower().split())
     called = list(dict.fromkeys(name for name, _ in calls))
     if any(n not in called and tool_named(n, called, said) for n in tools):
         return True
     values = [leaf for _, arguments in calls for leaf in json_values(arguments)]
-    if number_left(text, values):
-        return True
+    numbers = {float(v) for v in values if not isinstance(v, str)}
     strings = " ".join(v.lower() for v in values if isinstance(v, str))
-    if any(w != "I" and not written(w.lower(), strings) for w in _CAPITALISED.findall(text)):
+    # (a number an id is written in counts as taken: ``order_id="1001"``)
+    if any(
+        float(n) not in numbers and not _written(n, strings)
+        for n in NUMBER.findall(_THOUSANDS.sub("", text))
+    ):
         return True
-    return len(calls) == 1 and LISTS.search(said) is not None
+    if any(w != "I" and not _written(w.lower(), strings) for w in _CAPITALISED.findall(text)):
+        return True
+    return len(calls) == 1 and _LISTS.search(said) is not None
 
 
 _CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![\"'(])\b[A-Z][\w-]*")
 """A capitalised word that does not open a sentence (nor a quote): a name the user gave."""
-LISTS = re.compile(r",|;|&|\band\b|\bor\b|\bvs\b|\bversus\b|\bboth\b|\beach\b|\bplus\b")
+_LISTS = re.compile(r",|;|&|\band\b|\bor\b|\bvs\b|\bversus\b|\bboth\b|\beach\b|\bplus\b")
 """What joins several things asked for in one message."""
 
 
-def number_left(text: str, values: Sequence[Any]) -> bool:
-    """Whether ``text`` holds a number that none of ``values`` (a call's strings and
-    numbers) is or writes as a whole word (an id is often a string: ``order_id="1001"``)."""
-    numbers = {float(v) for v in values if not isinstance(v, str)}
-    strings = " ".join(v.lower() for v in values if isinstance(v, str))
-    return any(
-        float(n) not in numbers and not written(n, strings)
-        for n in NUMBER.findall(_THOUSANDS.sub("", text))
-    )
-
-
-def written(value: str, text: str) -> bool:
+def _written(value: str, text: str) -> bool:
     """``value`` in ``text`` as a whole word or number (``9`` in ``24 * 9 / 5``, not in
     ``1995`` nor ``0.9``)."""
     return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", text) is not None

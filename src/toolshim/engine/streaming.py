@@ -26,7 +26,7 @@ import toolshim.engine.relay as relay
 from toolshim.accumulate import ChoiceAccumulator
 from toolshim.engine.answer_first import STEP_WARNING as ANSWER_FIRST_STEP_WARNING
 from toolshim.engine.answer_first import WARNING as ANSWER_FIRST_WARNING
-from toolshim.engine.answer_first import answers_first
+from toolshim.engine.answer_first import answers_first, nothing_more_asked
 from toolshim.engine.emulate import (
     check,
     emulation_request,
@@ -196,10 +196,10 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
         async for chunk in stream_without_calls(turn, body):
             yield chunk
         return
+    turn.nothing_asked = nothing_more_asked(turn)
     if answers_first(turn):
-        body = partial(emulation_request, turn, instructions=False, stream=True)
         finished = False
-        async for chunk in stream_without_calls(turn, body, first=True):
+        async for chunk in _answer_without_tools(turn, first=True):
             if chunk.finish_reason is not None and not finished:
                 finished = True
                 turn.warn(ANSWER_FIRST_WARNING)
@@ -321,10 +321,11 @@ def _streamed_attempt(
     )
 
 
-def _answer_without_tools(turn: Turn) -> AsyncIterator[StreamChunk]:
-    """The answer asked for without tool instructions (no call JSON is returned as it)."""
+def _answer_without_tools(turn: Turn, *, first: bool = False) -> AsyncIterator[StreamChunk]:
+    """The answer asked for without tool instructions (no call JSON is returned as it);
+    ``first``: see :func:`~toolshim.engine.nocalls.stream_without_calls`."""
     body = partial(emulation_request, turn, instructions=False, stream=True)
-    return stream_without_calls(turn, body)
+    return stream_without_calls(turn, body, first=first)
 
 
 def _role_only(chunk: StreamChunk) -> bool:

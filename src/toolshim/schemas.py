@@ -51,6 +51,7 @@ __all__ = [
     "check_tool_names",
     "checker",
     "inspect_schema",
+    "inspect_tool",
     "inspect_tools",
 ]
 
@@ -94,15 +95,24 @@ def inspect_tools(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
     notes: list[str] = []
     for index, tool in enumerate(tools):
         if tool.is_function:
-            notes += inspect_schema(tool.name, tool.parameters, index=index)
+            notes += inspect_tool(tool, index=index)
     return tuple(dict.fromkeys(notes))
 
 
+def inspect_tool(tool: ToolSpec, *, index: int | None = None) -> tuple[str, ...]:
+    """Check one tool's schema (see :func:`inspect_tools`), read as its spec's JSON text."""
+    return _inspect(tool.name, lambda: tool.schema_text, index)
+
+
 def inspect_schema(name: str, schema: Any, *, index: int | None = None) -> tuple[str, ...]:
-    """Check one tool's schema (see :func:`inspect_tools`)."""
+    """Check one schema given as a value (see :func:`inspect_tools`)."""
+    return _inspect(name, lambda: json.dumps(schema, sort_keys=True), index)
+
+
+def _inspect(name: str, text_of: Callable[[], str], index: int | None) -> tuple[str, ...]:
     param = f"tools.{index}.function.parameters" if index is not None else None
     try:
-        text = json.dumps(schema, sort_keys=True)
+        text = text_of()
     except RecursionError:  # far deeper than the limit: the encoder's own guard stopped it
         problem: str | None = _TOO_DEEP
     except (TypeError, ValueError):

@@ -85,10 +85,22 @@ class ToolSpec:
     extra: Mapping[str, Any] = EMPTY
     """The definition's other fields, sent on as they came: a function's (``strict`` …), or
     the settings of a tool of another type."""
+    _schema_text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_function(self) -> bool:
         return self.type == "function"
+
+    @property
+    def schema_text(self) -> str:
+        """The parameters schema as JSON text with sorted keys, written once per spec (what the
+        schema checks are cached by; a request's tools are inspected, then each call checked).
+        Raises what :func:`json.dumps` raises for a schema that is not JSON."""
+        text = self._schema_text
+        if text is None:
+            text = json.dumps(self.parameters, sort_keys=True)
+            object.__setattr__(self, "_schema_text", text)  # (a cache: frozen for its fields)
+        return text
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -198,6 +210,9 @@ class ChatRequest:
     legacy_functions: bool = False
     """The caller used the legacy ``functions``/``function_call`` fields (upgraded to tools);
     answers go back in that shape."""
+    _function_tools: tuple[ToolSpec, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def choice(self) -> ToolChoice:
@@ -211,7 +226,12 @@ class ChatRequest:
 
     @property
     def function_tools(self) -> tuple[ToolSpec, ...]:
-        return tuple(t for t in self.tools if t.is_function)
+        """The tools of type ``function`` (read by every step of a turn: made once)."""
+        found = self._function_tools
+        if found is None:
+            found = tuple(t for t in self.tools if t.is_function)
+            object.__setattr__(self, "_function_tools", found)  # (a cache, as schema_text)
+        return found
 
     @property
     def wants_tools(self) -> bool:

@@ -271,10 +271,10 @@ def decode_value(
                 value = json.loads(candidate, strict=strict)
             except (ValueError, RecursionError):
                 continue
-            return _bounded(value, repaired=i > 0 or not strict)
+            return _bounded(value, repaired=i > 0 or not strict, text=candidate)
         value = _python_literal(candidate)
         if isinstance(value, (dict, list)):
-            return _bounded(_jsonable(value), repaired=True)
+            return _bounded(_jsonable(value), repaired=True, text=candidate)
     if not (budget or RepairBudget()).take(len(stripped), cut_off=bool(completed)):
         return None
     fixed = fixer(stripped) if fixer is not None else None
@@ -352,7 +352,12 @@ def _python_literal(text: str) -> Any:
         return None
 
 
-def _bounded(value: Any, *, repaired: bool) -> tuple[Any, bool] | None:
+def _bounded(value: Any, *, repaired: bool, text: str | None = None) -> tuple[Any, bool] | None:
+    """``(value, repaired)``, or None when it nests deeper than :data:`MAX_DEPTH`. A value
+    decoded from ``text`` nests no deeper than the brackets the text holds: counted first,
+    the walk is needed only when they are many."""
+    if text is not None and sum(text.count(b) for b in "[{(") <= MAX_DEPTH:
+        return value, repaired
     return None if nested_deeper_than(value, MAX_DEPTH) else (value, repaired)
 
 

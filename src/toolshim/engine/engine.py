@@ -38,12 +38,10 @@ from toolshim.dialects import PromptOptions, get_dialect
 from toolshim.engine.api import Answer
 from toolshim.engine.emulate import emulation_request
 from toolshim.engine.focus import (
-    COMPACT_OVER,
     brief_system,
     brief_warning,
     focus_tools,
     left_out_warning,
-    schema_size,
 )
 from toolshim.engine.options import DEFAULT_MAX_TOKENS, EngineOptions
 from toolshim.engine.plans import PlanMemory, steps_left
@@ -52,7 +50,7 @@ from toolshim.engine.routes import Route, strip_request
 from toolshim.engine.turn import Turn
 from toolshim.errors import ConfigError, UpstreamError
 from toolshim.schemas import check_tool_names, inspect_tools
-from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk, ToolSpec
+from toolshim.types import ChatRequest, Completion, Mode, Strategy, StreamChunk
 from toolshim.upstreams.base import Upstream
 from toolshim.upstreams.openai_http import OpenAIUpstream
 
@@ -295,7 +293,7 @@ class Engine:
             prefill=known.supports("prefill"),
             doubt=known.supports("doubt"),
             markup=_family_markup(chat.model),
-            compact=_compact(options.compact_tools, chat.function_tools, bool(left_out)),
+            compact_setting=_compact(options.compact_tools, bool(left_out)),
             one_step=bool(left_out),
             # Steps left are opened as calls: a request without tools has none to open.
             planned=(
@@ -453,12 +451,12 @@ def upstream_or_env(upstream: str | Upstream | None, missing: str) -> str | Upst
     return upstream
 
 
-def _compact(setting: bool | None, tools: Sequence[ToolSpec], focused: bool) -> bool:
-    """Condense the tools in the prompt: as set, else for a coding agent's focused turn or
-    when their schemas are long."""
+def _compact(setting: bool | None, focused: bool) -> bool | None:
+    """Condense the tools in the prompt: as set, else for a coding agent's focused turn, else
+    (None) when their schemas are long (:attr:`Turn.compact`, measured only for a prompt)."""
     if setting is not None:
         return setting
-    return focused or schema_size(tools) > COMPACT_OVER
+    return True if focused else None
 
 
 def _family_markup(model: str) -> str | None:

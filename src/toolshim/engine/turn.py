@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.engine.focus import COMPACT_OVER, schema_size
 from toolshim.errors import ToolshimError
 from toolshim.types import (
     ChatRequest,
@@ -87,12 +88,13 @@ class Turn:
     markup: str | None = None
     """The call markup of the model's family (shipped profiles): read first where a reply
     could be read two ways (see :data:`toolshim.dialects.extract.MARKUPS`)."""
-    compact: bool = False
+    compact_setting: bool | None = False
+    """Show the model the tools' schemas condensed (:func:`toolshim.engine.focus.condense_tools`):
+    as set, or when None, when their schemas are long (:attr:`compact`)."""
     one_step: bool = False
     """A coding agent's turn (its tools were focused): the reply's calls are not continued for
     more (:mod:`.more_calls`): its steps depend on each other (read, then write what was
     read), and a continued call wrote a value no result had given yet."""
-    """Show the model the tools' schemas condensed (:func:`toolshim.engine.focus.condense_tools`)."""
     llm_calls: int = 0
     reasks: int = 0
     emulated: bool = False
@@ -136,6 +138,14 @@ class Turn:
             # to do now): its turn 2 re-read 17% of the prompt for one changed line.
             results=self.results_in and not self.one_step,
         )
+
+    @cached_property
+    def compact(self) -> bool:
+        """The tools are shown condensed: as set, else when their schemas and descriptions pass
+        :data:`~toolshim.engine.focus.COMPACT_OVER` characters (measured only for a prompt)."""
+        if self.compact_setting is not None:
+            return self.compact_setting
+        return schema_size(self.request.function_tools) > COMPACT_OVER
 
     @cached_property
     def results_in(self) -> bool:

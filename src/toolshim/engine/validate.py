@@ -15,7 +15,7 @@ from typing import Any
 from toolshim.dialects.base import Dialect, PromptOptions
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.schema_quirks import as_meant
-from toolshim.schemas import checker, inspect_schema
+from toolshim.schemas import checker, inspect_tool
 from toolshim.types import ToolChoice, ToolSpec
 
 __all__ = ["Verdict", "coerce_arguments", "reask_message", "validate_calls"]
@@ -139,9 +139,9 @@ def reask_message(
 def _schema_errors(arguments: Mapping[str, Any], tool: ToolSpec) -> tuple[list[str], bool]:
     """The first problems of ``arguments`` against the tool's schema, and whether the schema
     could be checked at all (False: not a valid JSON Schema)."""
-    inspect_schema(tool.name, tool.parameters)
+    inspect_tool(tool)
     try:
-        check = checker(json.dumps(tool.parameters, sort_keys=True), as_meant)
+        check = checker(tool.schema_text, as_meant)
     except (TypeError, ValueError):
         return [], False
     if check is None:

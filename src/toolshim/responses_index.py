@@ -7,18 +7,18 @@ answer is not, or no longer, stored, and a token new at each write). Appending t
 last page and evicting the oldest touches the first, so a save costs the same however many
 answers the owner keeps; only deleting one by id, or looking one up, walks the pages.
 
-A save's writes (the answer, its page, the head, the totals) are gathered in a
-:class:`WriteBatch` and made in one transaction of the document store. The process that wrote
-a last page keeps it (:class:`LastPage`) and appends to it without reading it again while the
-stored head still carries the token written with it.
+An index's writes (its pages, then its head) are gathered in a :class:`WriteBatch` and made
+in one transaction of the document store, whatever the number of answers appended meanwhile
+(:class:`~toolshim.responses_store.ResponseStore` keeps an owner's index in memory between
+saves). The last page an index wrote is kept with it and appended to without being read or
+encoded again.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -30,7 +30,7 @@ from toolshim.capabilities.store import (
     document_value,
 )
 
-__all__ = ["GONE_KEPT", "PAGE", "Documents", "LastPage", "OwnerIndex", "WriteBatch", "head_key"]
+__all__ = ["GONE_KEPT", "PAGE", "Documents", "OwnerIndex", "WriteBatch", "head_key"]
 
 PAGE = 64
 """Entries in one page document: a page (about 66 bytes an entry) stays near 4 kB, what SQLite
@@ -38,8 +38,6 @@ keeps in the table's own page; a longer one spills into overflow pages, freed an
 at each append (at 128 entries a save cost 8 µs more CPU, most of it in the commit)."""
 GONE_KEPT = 64
 """How many reasons for answers not (or no longer) stored the head remembers."""
-LAST_PAGES_KEPT = 64
-"""Of how many owners a response store keeps the last page it wrote (:class:`LastPage`)."""
 
 
 def head_key(owner: str) -> str:
@@ -88,15 +86,6 @@ class WriteBatch:
     def __init__(self, documents: Documents) -> None:
         self.documents = documents
         self._writes: dict[str, DocumentWrite] = {}
-        self._read: dict[str, Any] = {}
-        """Documents read ahead by :meth:`prefetch`, each served once."""
-
-    def prefetch(self, keys: Sequence[str]) -> None:
-        """Read ``keys`` together where the store can (``get_documents``: SQLite checks its
-        cache once for them all); the next :meth:`get_document` of each is that reading."""
-        read = getattr(self.documents, "get_documents", None)
-        if read is not None:
-            self._read.update(zip(keys, read(keys), strict=True))
 
     def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
         self._write(DocumentWrite(key, _plain_json(key, document), ttl))
@@ -109,8 +98,6 @@ class WriteBatch:
         write = self._writes.get(key)
         if write is not None:
             return None if write.body is None else document_value(write.body)
-        if key in self._read:
-            return self._read.pop(key)
         return self.documents.get_document(key)
 
     def delete_document(self, key: str) -> bool:
@@ -127,21 +114,13 @@ class WriteBatch:
 
     def commit(self) -> None:
         if self._writes:
-            self.documents.write_documents(list(self._writes.values()))
-            self._writes.clear()
+            self.documents.write_documents(self.take())
 
-
-@dataclass(frozen=True, slots=True)
-class LastPage:
-    """The last page an index wrote here (``number``: its JSON ``text`` and ``items``) and the
-    ``token`` of the head written with it: while the stored head still has that token, the
-    page is what is stored (both are written in one batch), and the next append need neither
-    read nor re-encode it."""
-
-    token: str
-    number: int
-    text: str
-    items: list[list[Any]]
+    def take(self) -> list[DocumentWrite]:
+        """The writes gathered, in order, handed over to be made elsewhere (none are left)."""
+        writes = list(self._writes.values())
+        self._writes.clear()
+        return writes
 
 
 def _int(value: Any) -> int:
@@ -154,22 +133,14 @@ class OwnerIndex:
     """The index of ``owner``'s answers in ``documents`` (read on creation; :meth:`save` writes
     the head back). Documents are kept for ``ttl`` seconds, refreshed on each write."""
 
-    def __init__(
-        self,
-        documents: Documents,
-        owner: str,
-        ttl: float | None,
-        last_pages: MutableMapping[str, LastPage] | None = None,
-    ) -> None:
+    def __init__(self, documents: Documents, owner: str, ttl: float | None) -> None:
         self.documents = documents
         self.owner = owner
         self.key = head_key(owner)
         self.ttl = ttl
-        self._last_pages = last_pages
-        """Each owner's :class:`LastPage` as written by this process (None: not kept)."""
-        self._changed: set[int] = set()
-        """The pages changed here other than by :meth:`append`."""
-        self._appended: tuple[int, str, list[list[Any]]] | None = None
+        self._tail: tuple[int, list[list[Any]]] | None = None
+        """The last page as :meth:`append` left it, its number and its entries, waiting for
+        :meth:`save` to be written (appending to it neither reads nor writes it)."""
         head = documents.get_document(self.key)
         head = head if type(head) is dict or isinstance(head, Mapping) else {}
         token = head.get("token")
@@ -184,9 +155,17 @@ class OwnerIndex:
         one is looked up or added: a save that adds none writes them back as they are."""
         self._gone_read: list[list[Any]] | None = None
 
+    @property
+    def token(self) -> str | None:
+        """The token of the head this index was read from, or last wrote: another writer of
+        the head since changed it."""
+        return self._token
+
     # -- pages --------------------------------------------------------------------------------
 
     def _page(self, n: int) -> list[list[Any]]:
+        if self._tail is not None and self._tail[0] == n:
+            return list(self._tail[1])
         found = self.documents.get_document(f"{self.key}:{n}")
         items = found.get("items") if isinstance(found, Mapping) else None
         if not isinstance(items, list):
@@ -195,8 +174,8 @@ class OwnerIndex:
         return [i for i in items if type(i) is list and len(i) == 3]
 
     def _put_page(self, n: int, items: list[list[Any]]) -> None:
-        self._changed.add(n)
-        self._appended = None
+        if self._tail is not None and self._tail[0] == n:
+            self._tail = None  # (written here, as it is now)
         if items:
             self.documents.put_document(f"{self.key}:{n}", {"items": items}, ttl=self.ttl)
         else:
@@ -204,34 +183,18 @@ class OwnerIndex:
 
     # -- changes ------------------------------------------------------------------------------
 
-    def _last_page(self) -> LastPage | None:
-        """The last page as this process wrote it, if it is still what is stored."""
-        if self._last_pages is None or self._token is None or self.last in self._changed:
-            return None
-        written = self._last_pages.get(self.owner)
-        if written is None or written.token != self._token or written.number != self.last:
-            return None
-        return written
-
-    def append(self, response_id: str, size: int) -> None:
-        """Add the newest answer (its page is written; the head waits for :meth:`save`)."""
-        entry = [response_id, size, time.time()]
-        written = self._last_page()
-        items = written.items if written is not None else self._page(self.last)
+    def append(self, response_id: str, size: int, *, stored_at: float | None = None) -> None:
+        """Add the newest answer (its page and the head wait for :meth:`save`)."""
+        entry = [response_id, size, time.time() if stored_at is None else stored_at]
+        if self._tail is not None and self._tail[0] != self.last:
+            self._write_tail()
+        items = self._tail[1] if self._tail is not None else self._page(self.last)
         if len(items) >= PAGE:
+            self._write_tail()
             self.last += 1
-            items, written = [], None
-        items = [*items, entry]
-        key = f"{self.key}:{self.last}"
-        if isinstance(self.documents, WriteBatch):
-            if written is not None:  # the same text json would make, one entry longer
-                text = f"{written.text[:-2]},{orjson.dumps(entry).decode()}]}}"
-            else:
-                text = _plain_json(key, {"items": items})
-            self.documents.put_text(key, text, ttl=self.ttl)
-            self._appended = (self.last, text, items)
-        else:
-            self.documents.put_document(key, {"items": items}, ttl=self.ttl)
+            items = []
+        items.append(entry)  # (the tail's own list: _page hands out copies)
+        self._tail = (self.last, items)
         self.bytes += size
         self.count += 1
 
@@ -243,8 +206,8 @@ class OwnerIndex:
             if items:
                 response_id, size, _ = items.pop(0)
                 if not items and self.first < self.last:
-                    self._changed.add(self.first)
-                    self._appended = None
+                    if self._tail is not None and self._tail[0] == self.first:
+                        self._tail = None
                     self.documents.delete_document(f"{self.key}:{self.first}")
                     self.first += 1
                 else:
@@ -295,9 +258,17 @@ class OwnerIndex:
                 return str(reason)
         return None
 
+    def _write_tail(self) -> None:
+        if self._tail is not None:  # written, then read from the documents again
+            n, items = self._tail
+            self.documents.put_document(f"{self.key}:{n}", {"items": items}, ttl=self.ttl)
+            self._tail = None
+
     def save(self) -> None:
-        """Write the head (first and last page, totals, reasons, and a new token: what this
-        process knows of the last page holds while the head it wrote is there)."""
+        """Write the last page if appended to, then the head (first and last page, totals,
+        reasons, and a new token: another writer of the head since is then seen,
+        :attr:`token`)."""
+        self._write_tail()
         token = os.urandom(8).hex()
         head = {
             "first": self.first,
@@ -309,10 +280,3 @@ class OwnerIndex:
         }
         self.documents.put_document(self.key, head, ttl=self.ttl)
         self._token = token
-        if self._last_pages is None:
-            return
-        self._last_pages.pop(self.owner, None)
-        if self._appended is not None:
-            self._last_pages[self.owner] = LastPage(token, *self._appended)
-            while len(self._last_pages) > LAST_PAGES_KEPT:
-                del self._last_pages[next(iter(self._last_pages))]

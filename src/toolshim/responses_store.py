@@ -21,9 +21,14 @@ Contracts:
   oldest answer of the caller over its quota goes first, and for a total, the oldest of the
   caller who holds the most (bytes, or answers). The bookkeeping is each caller's
   :class:`~toolshim.responses_index.OwnerIndex` (a few documents: a save costs the same however
-  many it lists) and one document of totals (``responses-usage``), written with the answer in
-  one transaction of the document store; replicas sharing a store keep them approximately (two writes at once may each miss the other's entry, which then ages
-  out with its TTL).
+  many it lists) and one document of totals (``responses-usage``). They are kept in memory and
+  written at most every :data:`BOOKKEEPING_DELAY` seconds, in one transaction whatever the
+  number of answers saved meanwhile (with the save that finds them due; by
+  :meth:`ResponseStore.close`, which the proxy calls when it stops): an answer is then one
+  document written, not four. A process killed in between leaves its last second's answers
+  stored but unindexed (they age out with their TTL). Replicas sharing a store keep the bounds
+  approximately: each decides from what it knows, and where another wrote an index since, its
+  own changes are made again on that one when written, so no replica's entries are lost.
 * **Honest.** :meth:`ResponseStore.save` returns why a response could not be stored (too big,
   the store failed) so the caller is told; the reason (and an eviction's) is kept in the
   owner's index, and a later ``previous_response_id`` naming that id gets it in its 400.
@@ -38,14 +43,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
-from toolshim.capabilities.store import DocumentWrite, compact_json
+from toolshim.capabilities.store import DocumentWrite, compact_json, document_text
 from toolshim.errors import InvalidRequestError, StoreError
-from toolshim.responses_index import Documents, LastPage, OwnerIndex, WriteBatch, head_key
+from toolshim.responses_index import Documents, OwnerIndex, WriteBatch, head_key
 
 __all__ = [
     "ANONYMOUS",
+    "BOOKKEEPING_DELAY",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_RESPONSES",
@@ -73,6 +79,10 @@ DEFAULT_MAX_RESPONSES = 8000
 (:data:`~toolshim.capabilities.store.DEFAULT_DOCUMENT_LIMIT`, 10,000, oldest first whoever wrote
 them) with room for the indexes, so that the store makes room from the key holding the most,
 never from a quiet one."""
+BOOKKEEPING_DELAY = 1.0
+"""Seconds the owners' indexes and the totals wait in memory before they are written."""
+INDEXES_KEPT = 256
+"""Owners whose index a store keeps in memory once written (the most recently used)."""
 ANONYMOUS = "anonymous"
 """The owner of what is stored when the proxy runs without access keys."""
 OWNER: ContextVar[str] = ContextVar("toolshim_response_owner", default=ANONYMOUS)
@@ -139,6 +149,7 @@ class ResponseStore:
         max_items: int | None = None,
         max_chain_bytes: int | None = None,
         max_responses: int | None = DEFAULT_MAX_RESPONSES,
+        delay: float = BOOKKEEPING_DELAY,
     ) -> None:
         self.documents = documents
         self.ttl = ttl
@@ -152,9 +163,20 @@ class ResponseStore:
         """Bytes a conversation read back may hold (the proxy's ``--max-body-size``)."""
         self.max_responses = max_responses or None
         """Responses kept in all; beyond it the owner holding the most loses its oldest."""
+        self.delay = delay
+        """Seconds the indexes and totals wait in memory before they are written (0: with each
+        answer, in its transaction)."""
         self._lock = threading.Lock()
-        self._last_pages: dict[str, LastPage] = {}
-        """The last index page written here, per owner (appending then needs no read)."""
+        self._indexes: OrderedDict[str, OwnerIndex] = OrderedDict()
+        """Each owner's index as this store knows it, the most recently used last; the changes
+        of its pages not written yet wait in its :class:`WriteBatch`."""
+        self._ops: dict[str, list[tuple[Any, ...]]] = {}
+        """What each index whose bookkeeping waits went through since it was written: made
+        again on the stored index when another writer changed that one meanwhile."""
+        self._usage_known: dict[str, tuple[int, int]] | None = None
+        """(bytes, answers) per owner, as last read and changed since."""
+        self._due: float | None = None
+        """When the bookkeeping waiting is to be written (None: none waits)."""
 
     def __repr__(self) -> str:
         return f"ResponseStore({self.documents!r})"
@@ -205,17 +227,17 @@ class ResponseStore:
 
     def _store(self, owner: str, response_id: str, body: str, size: int) -> None:
         """Make room (the oldest of ``owner`` beyond its quota, then the oldest of the
-        heaviest owner while the total would pass ``max_bytes``), then write: the answer
-        (``body``, its JSON), the indexes and the totals in one batch."""
-        batch = WriteBatch(self.documents)
-        batch.prefetch((head_key(owner), _USAGE_KEY))  # the two read on every save, together
-        index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
+        heaviest owner while the total would pass ``max_bytes``), then write the answer
+        (``body``, its JSON) and delete those evicted; the indexes and totals follow
+        (:meth:`_write`)."""
+        index = self._index(owner)
+        evicted: list[str] = []
         while index.count >= MAX_RESPONSES_PER_KEY or (
             self.key_quota is not None and index.count and index.bytes + size > self.key_quota
         ):
-            if not self._evict(index, _EVICTED_BY_QUOTA):
+            if not self._evict(index, _EVICTED_BY_QUOTA, evicted):
                 break
-        usage = self._usage(batch)
+        usage = self._usage()
         usage[owner] = (index.bytes, index.count)
         while usage:
             if self.max_bytes is not None and sum(u[0] for u in usage.values()) + size > (
@@ -229,59 +251,121 @@ class ResponseStore:
             else:
                 break
             heaviest = max(usage, key=lambda o: usage[o][measure])
-            theirs = (
-                index
-                if heaviest == owner
-                else OwnerIndex(batch, heaviest, self.ttl, self._last_pages)
-            )
-            evicted = self._evict(theirs, reason)
-            if theirs is not index:
-                theirs.save()
+            theirs = self._index(heaviest)
+            done = self._evict(theirs, reason, evicted)
             usage[heaviest] = (theirs.bytes, theirs.count)
-            if not evicted or not theirs.count:
+            if not done or not theirs.count:
                 usage.pop(heaviest)
-        batch.put_text(f"response:{response_id}", body, ttl=self.ttl)
-        index.append(response_id, size)
-        index.save()
+        stored_at = time.time()
+        index.append(response_id, size, stored_at=stored_at)
+        self._ops[owner].append(("append", response_id, size, stored_at))
         usage[owner] = (index.bytes, index.count)
-        self._put_usage(batch, usage)
-        batch.commit()
+        key = f"response:{response_id}"
+        self._write(
+            [
+                *(DocumentWrite(f"response:{gone}", None) for gone in evicted),
+                DocumentWrite(key, document_text(key, body), self.ttl),
+            ]
+        )
 
-    def _evict(self, index: OwnerIndex, reason: str) -> bool:
-        """Delete the oldest answer ``index`` lists; False when it lists none."""
+    def _index(self, owner: str) -> OwnerIndex:
+        """``owner``'s index as known here (read from the store the first time), its changes
+        from now on waiting to be written."""
+        index = self._indexes.get(owner)
+        if index is None:
+            index = self._indexes[owner] = OwnerIndex(WriteBatch(self.documents), owner, self.ttl)
+        else:
+            self._indexes.move_to_end(owner)
+        self._ops.setdefault(owner, [])
+        return index
+
+    def _evict(self, index: OwnerIndex, reason: str, evicted: list[str]) -> bool:
+        """Take the oldest answer ``index`` lists (its document joins ``evicted``, to be
+        deleted); False when it lists none."""
         oldest = index.pop_oldest()
         if oldest is None:
             return False
-        index.documents.delete_document(f"response:{oldest[0]}")
+        evicted.append(oldest[0])
         index.gone(oldest[0], reason)
+        self._ops[index.owner] += [("remove", oldest[0]), ("gone", oldest[0], reason)]
         return True
+
+    def _write(self, writes: list[DocumentWrite], *, now: bool = False) -> None:
+        """Make ``writes`` (answers put or deleted), with the bookkeeping when it is due (or
+        ``now``), in one transaction. When the store fails, what waits here is forgotten (read
+        again from the store next time): it may describe writes that were not made."""
+        try:
+            if now or self.delay <= 0 or (self._due is not None and time.monotonic() >= self._due):
+                self._flush(writes)
+                return
+            if writes:
+                self.documents.write_documents(writes)
+        except StoreError:
+            self._indexes.clear()
+            self._ops.clear()
+            self._usage_known = None
+            self._due = None
+            raise
+        if self._due is None and self._ops:
+            self._due = time.monotonic() + self.delay
+
+    def _flush(self, writes: list[DocumentWrite]) -> None:
+        """Write what waits (each index, then the totals) with ``writes``. An index another
+        writer changed since this one was read or written is read again and this one's changes
+        made on it."""
+        owners = list(self._ops)
+        if owners:
+            stored = self._read([*(head_key(o) for o in owners), _USAGE_KEY])
+            for owner, head in zip(owners, stored, strict=False):
+                index = self._indexes[owner]
+                token = head.get("token") if isinstance(head, Mapping) else None
+                if token != index.token:  # another replica wrote it meanwhile
+                    cast(WriteBatch, index.documents).take()  # (made on a stale page)
+                    index = OwnerIndex(WriteBatch(self.documents), owner, self.ttl)
+                    _replay(index, self._ops[owner])
+                    self._indexes[owner] = index
+                index.save()
+                writes = [*writes, *cast(WriteBatch, index.documents).take()]
+            usage = _usage_of(stored[-1])
+            usage.update({o: (self._indexes[o].bytes, self._indexes[o].count) for o in owners})
+            kept = {k: list(v) for k, v in usage.items() if v[1] > 0}
+            writes.append(DocumentWrite(_USAGE_KEY, compact_json(kept)))
+            self._usage_known = {k: (v[0], v[1]) for k, v in kept.items()}
+        if writes:
+            self.documents.write_documents(writes)
+        self._ops.clear()
+        self._due = None
+        while len(self._indexes) > INDEXES_KEPT:
+            self._indexes.popitem(last=False)
+
+    def flush(self) -> None:
+        """Write the indexes and totals waiting in memory now."""
+        with self._lock:
+            self._write([], now=True)
+
+    def close(self) -> None:
+        """Write what waits (the proxy calls it when it stops); the store stays usable."""
+        self.flush()
+
+    def _read(self, keys: list[str]) -> list[Any | None]:
+        read = getattr(self.documents, "get_documents", None)
+        if read is not None:
+            return list(read(keys))
+        return [self.documents.get_document(key) for key in keys]
 
     def _remember_gone(self, owner: str, response_id: str, reason: str) -> None:
         try:
-            batch = WriteBatch(self.documents)
-            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
-            index.gone(response_id, reason)
-            index.save()
-            batch.commit()
+            self._index(owner).gone(response_id, reason)
+            self._ops[owner].append(("gone", response_id, reason))
+            self._write([])
         except StoreError:
             pass  # the reason is logged; the 400 will then be the generic one
 
-    def _usage(self, documents: Documents) -> dict[str, tuple[int, int]]:
-        """(bytes, answers) stored per owner."""
-        found = documents.get_document(_USAGE_KEY)
-        if type(found) is not dict and not isinstance(found, Mapping):
-            return {}
-        usage = {}
-        for owner, value in found.items():
-            if isinstance(value, list) and len(value) == 2:
-                size, count = value
-                if isinstance(size, int) and isinstance(count, int):
-                    usage[str(owner)] = (size, count)
-        return usage
-
-    def _put_usage(self, documents: Documents, usage: Mapping[str, tuple[int, int]]) -> None:
-        kept = {k: list(v) for k, v in usage.items() if v[1] > 0}
-        documents.put_document(_USAGE_KEY, kept)
+    def _usage(self) -> dict[str, tuple[int, int]]:
+        """(bytes, answers) stored per owner, as known here."""
+        if self._usage_known is None:
+            self._usage_known = _usage_of(self.documents.get_document(_USAGE_KEY))
+        return self._usage_known
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -348,9 +432,10 @@ class ResponseStore:
 
     def _gone_reason(self, response_id: str, owner: str) -> str | None:
         try:
-            index = OwnerIndex(self.documents, owner, self.ttl)
-            reason = index.gone_reason(response_id)
-            entry = index.find(response_id) if reason is None else None
+            with self._lock:
+                index = self._indexes.get(owner) or OwnerIndex(self.documents, owner, self.ttl)
+                reason = index.gone_reason(response_id)
+                entry = index.find(response_id) if reason is None else None
         except StoreError:
             return None
         if entry is not None:  # indexed, yet its document is gone
@@ -391,17 +476,37 @@ class ResponseStore:
         with self._lock:
             if self._owned(response_id, owner) is None:
                 return False
-            batch = WriteBatch(self.documents)
-            batch.delete_document(f"response:{response_id}")
-            index = OwnerIndex(batch, owner, self.ttl, self._last_pages)
+            index = self._index(owner)
             index.remove(response_id)
             index.gone(response_id, "it was deleted")
-            index.save()
-            usage = self._usage(batch)
-            usage[owner] = (index.bytes, index.count)
-            self._put_usage(batch, usage)
-            batch.commit()
+            self._ops[owner] += [("remove", response_id), ("gone", response_id, "it was deleted")]
+            self._usage()[owner] = (index.bytes, index.count)
+            self._write([DocumentWrite(f"response:{response_id}", None)])
         return True
+
+
+def _replay(index: OwnerIndex, ops: Sequence[tuple[Any, ...]]) -> None:
+    """Make again on ``index`` what :attr:`ResponseStore._ops` recorded."""
+    for op in ops:
+        if op[0] == "append":
+            index.append(op[1], op[2], stored_at=op[3])
+        elif op[0] == "remove":
+            index.remove(op[1])
+        else:
+            index.gone(op[1], op[2])
+
+
+def _usage_of(found: Any) -> dict[str, tuple[int, int]]:
+    """The totals document read back: (bytes, answers) per owner."""
+    if type(found) is not dict and not isinstance(found, Mapping):
+        return {}
+    usage = {}
+    for owner, value in found.items():
+        if isinstance(value, list) and len(value) == 2:
+            size, count = value
+            if isinstance(size, int) and isinstance(count, int):
+                usage[str(owner)] = (size, count)
+    return usage
 
 
 def open_response_store(registry: Any, **bounds: Any) -> ResponseStore:

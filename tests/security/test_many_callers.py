@@ -535,6 +535,7 @@ def test_the_400_for_an_expired_or_store_evicted_response_says_which() -> None:
     store = ResponseStore(documents, ttl=3600)
     for n in (1, 2):
         store.save({"id": f"resp_{n}", "output": []}, [{"role": "user", "content": "hi"}])
+    store.flush()  # the index, kept in memory a while, written now
     documents.delete_document("response:resp_1")  # the document store evicting it
     page = documents.get_document("responses-of:anonymous:0")
     page["items"][1][2] -= 7200  # written two hours ago: past its TTL

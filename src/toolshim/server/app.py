@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolshim import __version__
 from toolshim.engine import Engine
-from toolshim.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
+from toolshim.errors import InvalidRequestError, StoreError, UpstreamError, UpstreamStatusError
 from toolshim.responses_store import ResponseStore
 from toolshim.server.asgi import (
     EMULATED_HEADER,
@@ -107,11 +107,18 @@ def create_app(
         engine, metrics, settings, keyed=auth_keys is not None, admins=frozenset(admin_keys)
     )
 
+    stores: list[ResponseStore] = []
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            for store in stores:  # the answers' indexes wait in memory: written before closing
+                try:
+                    store.close()
+                except StoreError as exc:
+                    log.warning("the stored responses' indexes were not written: %s", exc.message)
             await engine.aclose()
 
     starlette = Starlette(
@@ -134,6 +141,7 @@ def create_app(
     for codec in bound.values():  # the Responses API's stored answers: their read routes
         store = getattr(codec, "store", None)
         if isinstance(store, ResponseStore):
+            stores.append(store)
             starlette.router.routes.extend(StoredResponses(store, error_response).routes())
     return ProxyApp(handlers, starlette, engine, metrics, settings, auth_keys)
 

@@ -230,7 +230,7 @@ def test_the_proxy_writes_the_waiting_bookkeeping_when_it_stops(tmp_path: Path) 
     registry = Registry.open(path, profiles=False)
     app = create_app(Engine(FakeUpstream(["Hello."] * 3), registry=registry))
     with ServedApp(app) as served:
-        for n in range(3):
+        for _ in range(3):
             answer = httpx.post(f"{served.base_url}/responses", json={"model": "m", "input": "hi"})
             assert answer.status_code == 200, answer.text
         reader = SQLiteStore(path)

@@ -51,7 +51,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks import CONTINUED, run_checks
 from toolshim.engine.checks.example_copies import NUMBER
-from toolshim.engine.checks.made_up import stem_said, with_stems
+from toolshim.engine.checks.made_up import names_not_written, stem_said, with_stems, written_in
 from toolshim.engine.checks.ordered_steps import waits
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
@@ -214,25 +214,17 @@ def more_asked(text: str, calls: Sequence[tuple[str, Any]], tools: Sequence[str]
     strings = " ".join(v.lower() for v in values if isinstance(v, str))
     # (a number an id is written in counts as taken: ``order_id="1001"``)
     if any(
-        float(n) not in numbers and not _written(n, strings)
+        float(n) not in numbers and not written_in(n, strings)
         for n in NUMBER.findall(_THOUSANDS.sub("", text))
     ):
         return True
-    if any(w != "I" and not _written(w.lower(), strings) for w in _CAPITALISED.findall(text)):
+    if names_not_written(text, strings):
         return True
     return len(calls) == 1 and _LISTS.search(said) is not None
 
 
-_CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![\"'(])\b[A-Z][\w-]*")
-"""A capitalised word that does not open a sentence (nor a quote): a name the user gave."""
 _LISTS = re.compile(r",|;|&|\band\b|\bor\b|\bvs\b|\bversus\b|\bboth\b|\beach\b|\bplus\b")
 """What joins several things asked for in one message."""
-
-
-def _written(value: str, text: str) -> bool:
-    """``value`` in ``text`` as a whole word or number (``9`` in ``24 * 9 / 5``, not in
-    ``1995`` nor ``0.9``)."""
-    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", text) is not None
 
 
 def valid_call(turn: Turn, call: ParsedCall) -> ParsedCall | None:

@@ -33,8 +33,9 @@ from toolshim.engine.asked import (
     command_ran,
     request_text,
 )
-from toolshim.engine.checks.made_up import made_up_calls
+from toolshim.engine.checks.made_up import grounded, made_up_calls
 from toolshim.engine.checks.number_content import as_asked
+from toolshim.engine.checks.ordered_steps import first_step_tool
 from toolshim.engine.code_answer import writing_call, written_file_call
 from toolshim.engine.file_content import CONTENT_QUESTION, content_of
 from toolshim.engine.files_named import request_index, untagged
@@ -88,7 +89,7 @@ _MAX_TOKENS = 1024
 
 def _grounded(turn: Turn, call: ParsedCall) -> bool:
     """A planned step's values must be in the conversation now: what it waited for is."""
-    return made_up_calls(turn, [call]) == ([call], [])
+    return turn.request.choice.kind != "auto" or grounded(turn, call)
 
 
 async def planned_first(
@@ -403,6 +404,28 @@ async def step_before_giving_up(
     it had the result of, after being told), the next step instead, when one is left
     (:func:`tries_next_step`): the 1.5B read calc.py, then wrote its plan again twice and,
     answered without tools, said the fix ("change it to ``return a + b``") instead of making it."""
-    if not (tries_next_step(turn) or tries_planned_step(turn) or described_tool(turn, answer)):
+    if tries_next_step(turn) or tries_planned_step(turn) or described_tool(turn, answer):
+        return await next_step(turn, extra, body, answer)
+    return await _first_step(turn, extra, body)
+
+
+async def _first_step(
+    turn: Turn, extra: Sequence[Message], body: Callable[[Sequence[Message]], ChatRequest]
+) -> ParsedCall | None:
+    """The first of the steps the request orders, opened as its call when none is taken yet
+    (:func:`~toolshim.engine.checks.ordered_steps.first_step_tool`). Told that nobody said
+    Tokyo, the 1.5B asked for the weather in the capital of Japan, "Look up the capital
+    first", wrote ``get_weather(city="Tokyo")``; handed ``[get_capital(country="``, "Japan"."""
+    first = first_step_tool(turn.request) if can_open(turn) and not turn.one_step else None
+    if first is None:
         return None
-    return await next_step(turn, extra, body, answer)
+    turn.planned = (first,)
+    opening = planned_opening(turn)
+    call = await _opened_step(turn, extra, body, opening[1]) if opening is not None else None
+    if call is None or call.name != first or not _grounded(turn, call):
+        return None
+    turn.warn(
+        f"the request orders its steps and none was taken: the first, {first!r}, opened as "
+        "its call instead of an answer without tools"
+    )
+    return call

@@ -41,6 +41,7 @@ from typing import Any
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask, Revise
 from toolshim.engine.turn import Turn, call_key
+from toolshim.json_walk import json_values
 from toolshim.types import ToolSpec
 
 __all__ = [
@@ -198,6 +199,13 @@ def made_up_calls(turn: Turn, calls: Sequence[ParsedCall]) -> tuple[list[ParsedC
     return kept, grounding_problems(turn, kept, said)
 
 
+def grounded(turn: Turn, call: ParsedCall) -> bool:
+    """Whether some value ``call`` is judged by is in the conversation (whatever the re-asks of
+    this turn so far)."""
+    tool = next((t for t in turn.request.function_tools if t.name == call.name), None)
+    return not _ungrounded(call, tool, _conversation_words(turn))
+
+
 def hold_back_made_up(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -> list[ParsedCall]:
     """The calls less those written beside grounded ones with a made-up identifier (see the
     module docstring); ``said``: the conversation's words."""
@@ -258,6 +266,26 @@ def _identifier_like(call: ParsedCall) -> bool:
     )
 
 
+_CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![\"'(])\b[A-Z][\w-]*")
+"""A capitalised word that does not open a sentence (nor a quote): a name the user gave."""
+
+
+def written_in(value: str, text: str) -> bool:
+    """``value`` in ``text`` as a whole word or number (``9`` in ``24 * 9 / 5``, not in
+    ``1995`` nor ``0.9``)."""
+    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", text) is not None
+
+
+def names_not_written(text: str, written: str) -> list[str]:
+    """The names ``text`` gives (a capitalised word past a sentence's first, not "I") that
+    ``written`` (lower-cased values) does not hold, once each."""
+    return list(
+        dict.fromkeys(
+            w for w in _CAPITALISED.findall(text) if w != "I" and not written_in(w.lower(), written)
+        )
+    )
+
+
 def grounding_problems(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) -> list[str]:
     """The re-ask for a reply whose every call is made up (see the module docstring)."""
     if not calls:
@@ -274,15 +302,32 @@ def grounding_problems(turn: Turn, calls: Sequence[ParsedCall], said: set[str]) 
             turn.answer_now = True
             turn.warn(
                 "the model made up another call with values nobody gave after being told so; "
-                "answered without tools"
+                "not asked for a call again"
             )
         return []
     return [
         f"nothing in the conversation mentions {', '.join(bad)} (your call of {c.name!r}). "
-        "Call a tool only with values the user gave or a tool returned; if no tool fits "
-        "the request, answer the user directly"
+        f"{_names_given(turn, calls)}Call a tool only with values the user gave or a tool "
+        "returned; if no tool fits the request, answer the user directly"
         for c, bad in made_up
     ]
+
+
+def _names_given(turn: Turn, calls: Sequence[ParsedCall]) -> str:
+    """ "The user named 'Japan'. ": the names the user's message gives that no call wrote (the
+    1.5B, asked for the weather in the capital of Japan, called ``get_capital("Tokyo")``, was
+    told that nobody said Tokyo, and called ``get_weather("Tokyo")``); empty when there are
+    none, or the last message is not the user's."""
+    last = turn.request.messages[-1] if turn.request.messages else None
+    if last is None or last.role != "user":
+        return ""
+    values = " ".join(
+        v.lower() for c in calls for v in json_values(c.arguments) if isinstance(v, str)
+    )
+    names = names_not_written(last.text, values)
+    if not names or len(names) > 5:
+        return ""
+    return f"The user named {', '.join(repr(n) for n in names)}. "
 
 
 def _run(reply: CheckedReply) -> Outcome:

@@ -43,7 +43,7 @@ from toolshim.engine.turn import Turn
 from toolshim.json_walk import json_values
 from toolshim.types import ChatRequest
 
-__all__ = ["CHECK", "NAME", "orders_steps", "request_orders_steps", "waits"]
+__all__ = ["CHECK", "NAME", "first_step_tool", "orders_steps", "request_orders_steps", "waits"]
 
 NAME = "ordered_steps"
 
@@ -68,6 +68,37 @@ def request_orders_steps(request: ChatRequest) -> bool:
     orders its steps."""
     messages = request.messages
     return bool(messages) and messages[-1].role == "user" and orders_steps(messages[-1].text)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_NAME_WORD = re.compile(r"[a-z]{4,}")
+
+
+def first_step_tool(request: ChatRequest) -> str | None:
+    """The offered tool the first of the steps ``request`` orders asks for (a first step:
+    its last message is the user's), or None: the sentence's clause before "then" ("Get the
+    USD price, then convert it"), or the clause "first" ends ("Look up the capital first"),
+    holding a word of four letters or more of one tool's name and of no other's (its first
+    five letters will do: "price" for ``get_stock_price``, "capital" for ``get_capital``)."""
+    if not request_orders_steps(request):
+        return None
+    text = request.messages[-1].text
+    found = _ORDER.search(text)
+    if found is None:
+        return None
+    if found.group().lower().startswith("first"):  # the sentence "first" is in
+        clause = (
+            _SENTENCE.split(text[: found.start()])[-1] + _SENTENCE.split(text[found.start() :])[0]
+        )
+    else:
+        clause = _SENTENCE.split(text[: found.start()])[-1]
+    words = with_stems(_WORD.findall(clause.lower()))
+    named = [
+        t.name
+        for t in request.function_tools
+        if any(stem_said(w, words) for w in _NAME_WORD.findall(t.name.lower().replace("_", " ")))
+    ]
+    return named[0] if len(named) == 1 else None
 
 
 def waits(turn: Turn, call: ParsedCall, earlier: Sequence[ParsedCall]) -> bool:

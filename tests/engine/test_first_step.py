@@ -116,3 +116,23 @@ async def test_without_a_continued_reply_the_answer_stands() -> None:
     completion = await engine.acomplete(body)
     assert not completion.message.tool_calls and completion.message.text == KNOWN
     assert all(m["messages"][-1]["role"] != "assistant" for m in seen)
+
+
+async def test_calls_written_before_the_step_the_request_puts_first_wait() -> None:
+    """ "Get the USD price, then convert it": the 1.5B wrote the conversion of 1 USD first
+    ("one" share is said, so the value check lets it through), then the price."""
+    reply = '[convert_currency(amount=1, to="EUR"), get_stock_price(symbol="AAPL")]'
+    engine = engine_for(FunctionUpstream(lambda body: reply))
+    question = "What is the price of one AAPL share in EUR? Get the USD price, then convert it."
+    body = {"model": "small", "messages": [{"role": "user", "content": question}], "tools": TOOLS}
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["get_stock_price"]
+    warnings = " ".join(completion.meta.warnings)  # type: ignore[union-attr]
+    assert "'get_stock_price' comes first; later call(s) 'convert_currency'" in warnings
+    # In the order the request gives, the conversion waits as before: 1 is not the price.
+    in_order = '[get_stock_price(symbol="AAPL"), convert_currency(amount=1, to="EUR")]'
+    engine = engine_for(FunctionUpstream(lambda body: in_order))
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["get_stock_price"]
+    warnings = " ".join(completion.meta.warnings)  # type: ignore[union-attr]
+    assert "'convert_currency' needs a value not given yet" in warnings

@@ -168,19 +168,29 @@ def _run(reply: CheckedReply) -> Outcome:
     turn = reply.turn
     if len(calls) < 2 or turn.one_step or not request_orders_steps(turn.request):
         return PASS
-    cut = next((i for i in range(1, len(calls)) if waits(turn, calls[i], calls[:i])), None)
-    if cut is None:
+    # Calls written before the step the request puts first did not wait for its result: the
+    # 1.5B, "Get the USD price, then convert it", wrote convert_currency(amount=1, …) first.
+    first = first_step_tool(turn.request)
+    at = next((i for i, c in enumerate(calls) if c.name == first), 0)
+    ahead, rest = calls[:at], calls[at:]
+    cut = next((i for i in range(1, len(rest)) if waits(turn, rest[i], rest[:i])), len(rest))
+    later = (*ahead, *rest[cut:])
+    if not later:
         return PASS
-    later = calls[cut:]
     if not reply.continued:
         turn.held_back.extend(dict.fromkeys(c.name for c in later))
     names = ", ".join(dict.fromkeys(repr(c.name) for c in later))
+    why = (
+        f"{rest[0].name!r} comes first"
+        if ahead
+        else f"{rest[cut].name!r} needs a value not given yet"
+    )
     return Revise(
-        calls[:cut],
+        rest[:cut],
         reply.finish,
         (
-            f"one step at a time: the request orders its steps and {calls[cut].name!r} needs "
-            f"a value not given yet; later call(s) {names} left for the next turn",
+            f"one step at a time: the request orders its steps and {why}; later call(s) "
+            f"{names} left for the next turn",
         ),
     )
 

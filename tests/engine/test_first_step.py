@@ -136,3 +136,26 @@ async def test_calls_written_before_the_step_the_request_puts_first_wait() -> No
     assert [c.name for c in completion.message.tool_calls] == ["get_stock_price"]
     warnings = " ".join(completion.meta.warnings)  # type: ignore[union-attr]
     assert "'convert_currency' needs a value not given yet" in warnings
+
+
+async def test_a_reply_with_only_later_steps_is_asked_for_the_first_once() -> None:
+    """ "Get the USD price, then convert it": the 1.5B wrote the conversion of 1 USD alone."""
+    seen: list[dict[str, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        seen.append(body)
+        if "could not be used" in json.dumps(body["messages"]):
+            return '[get_stock_price(symbol="AAPL")]'
+        return '[convert_currency(amount=1, to="EUR")]'
+
+    engine = engine_for(FunctionUpstream(reply))
+    question = "What is the price of one AAPL share in EUR? Get the USD price, then convert it."
+    body = {"model": "small", "messages": [{"role": "user", "content": question}], "tools": TOOLS}
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["get_stock_price"]
+    assert "asks for 'get_stock_price' first" in seen[-1]["messages"][-1]["content"]
+    # Written again after the re-ask, the later step is returned: asked once.
+    seen.clear()
+    engine = engine_for(FunctionUpstream(lambda body: '[convert_currency(amount=1, to="EUR")]'))
+    completion = await engine.acomplete(body)
+    assert [c.name for c in completion.message.tool_calls] == ["convert_currency"]

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from toolshim.dialects.interpret import ParsedCall
-from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Revise
+from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask, Revise
 from toolshim.engine.checks.made_up import stem_said, with_stems
 from toolshim.engine.checks.unused_numbers import said_numbers
 from toolshim.engine.turn import Turn
@@ -166,11 +166,25 @@ def _given_by(turn: Turn, parameter: str, value: object, earlier: Sequence[Parse
 def _run(reply: CheckedReply) -> Outcome:
     calls = reply.calls
     turn = reply.turn
-    if len(calls) < 2 or turn.one_step or not request_orders_steps(turn.request):
+    if not calls or turn.one_step or not request_orders_steps(turn.request):
+        return PASS
+    first = first_step_tool(turn.request)
+    if first is not None and all(c.name != first for c in calls):
+        # Only later steps, written with what the model guessed their input to be: the 1.5B,
+        # "Get the USD price, then convert it", wrote convert_currency(amount=1, …) alone.
+        if NAME in turn.reasked or reply.continued:
+            return PASS
+        return Reask(
+            (
+                f"the request asks for {first!r} first: call it now, and the later steps "
+                "once its result is in",
+            ),
+            (),
+        )
+    if len(calls) < 2:
         return PASS
     # Calls written before the step the request puts first did not wait for its result: the
     # 1.5B, "Get the USD price, then convert it", wrote convert_currency(amount=1, …) first.
-    first = first_step_tool(turn.request)
     at = next((i for i, c in enumerate(calls) if c.name == first), 0)
     ahead, rest = calls[:at], calls[at:]
     cut = next((i for i in range(1, len(rest)) if waits(turn, rest[i], rest[:i])), len(rest))

@@ -159,3 +159,13 @@ async def test_a_reply_with_only_later_steps_is_asked_for_the_first_once() -> No
     engine = engine_for(FunctionUpstream(lambda body: '[convert_currency(amount=1, to="EUR")]'))
     completion = await engine.acomplete(body)
     assert [c.name for c in completion.message.tool_calls] == ["convert_currency"]
+
+
+async def test_the_first_step_is_not_asked_for_after_another_re_ask() -> None:
+    """After the made-up re-ask, a reply of only the later step is the made-up check's second
+    strike (the first step is then opened), not a re-ask for the first step."""
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(FunctionUpstream(model(seen, 'Japan")]')))
+    body = {"model": "small", "messages": [{"role": "user", "content": QUESTION}], "tools": TOOLS}
+    await engine.acomplete(body)
+    assert not any("asks for 'get_capital' first" in json.dumps(b) for b in seen)

@@ -172,7 +172,11 @@ def _run(reply: CheckedReply) -> Outcome:
     if first is not None and all(c.name != first for c in calls):
         # Only later steps, written with what the model guessed their input to be: the 1.5B,
         # "Get the USD price, then convert it", wrote convert_currency(amount=1, …) alone.
-        if NAME in turn.reasked or reply.continued:
+        if turn.reasked or reply.continued:
+            # Asked once, and not after another check's re-ask: told that nobody said Tokyo,
+            # the 1.5B wrote get_weather("Tokyo") alone; asked for the capital first then, it
+            # wrote get_capital("Tokyo") again, where its made-up second reply gets the first
+            # step opened as a call (toolshim.engine.next_step).
             return PASS
         return Reask(
             (

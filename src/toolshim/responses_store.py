@@ -230,6 +230,17 @@ class ResponseStore:
         heaviest owner while the total would pass ``max_bytes``), then write the answer
         (``body``, its JSON) and delete those evicted; the indexes and totals follow
         (:meth:`_write`)."""
+        key = f"response:{response_id}"
+        put = DocumentWrite(key, document_text(key, body), self.ttl)  # (too big: nothing done)
+        try:
+            self._make_room_and_write(owner, response_id, put, size)
+        except StoreError:
+            self._forget_waiting()  # it may describe writes that were not made
+            raise
+
+    def _make_room_and_write(
+        self, owner: str, response_id: str, put: DocumentWrite, size: int
+    ) -> None:
         index = self._index(owner)
         evicted: list[str] = []
         while index.count >= MAX_RESPONSES_PER_KEY or (
@@ -260,13 +271,7 @@ class ResponseStore:
         index.append(response_id, size, stored_at=stored_at)
         self._ops[owner].append(("append", response_id, size, stored_at))
         usage[owner] = (index.bytes, index.count)
-        key = f"response:{response_id}"
-        self._write(
-            [
-                *(DocumentWrite(f"response:{gone}", None) for gone in evicted),
-                DocumentWrite(key, document_text(key, body), self.ttl),
-            ]
-        )
+        self._write([*(DocumentWrite(f"response:{gone}", None) for gone in evicted), put])
 
     def _index(self, owner: str) -> OwnerIndex:
         """``owner``'s index as known here (read from the store the first time), its changes
@@ -301,13 +306,17 @@ class ResponseStore:
             if writes:
                 self.documents.write_documents(writes)
         except StoreError:
-            self._indexes.clear()
-            self._ops.clear()
-            self._usage_known = None
-            self._due = None
+            self._forget_waiting()
             raise
         if self._due is None and self._ops:
             self._due = time.monotonic() + self.delay
+
+    def _forget_waiting(self) -> None:
+        """Drop what waits here (read again from the store next time)."""
+        self._indexes.clear()
+        self._ops.clear()
+        self._usage_known = None
+        self._due = None
 
     def _flush(self, writes: list[DocumentWrite]) -> None:
         """Write what waits (each index, then the totals) with ``writes``. An index another

@@ -238,3 +238,23 @@ def test_the_proxy_writes_the_waiting_bookkeeping_when_it_stops(tmp_path: Path) 
     assert OwnerIndex(reader, "anonymous", None).count == 3
     reader.close()
     registry.close()
+
+
+def test_an_answer_too_big_for_the_documents_leaves_no_entry_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolshim.capabilities import store as document_store
+    from toolshim.responses_index import OwnerIndex
+
+    documents = CountedDocuments()
+    store = ResponseStore(documents, delay=3600)
+    monkeypatch.setattr(document_store, "MAX_DOCUMENT_BYTES", 400)
+    big = {**response(1), "output": [{"type": "message", "content": "x" * 500}]}
+    reason = store.save(big, [USER])
+    assert reason is not None and "bytes" in reason
+    assert store.save(response(2), [USER]) is None
+    store.flush()
+    index = OwnerIndex(documents, "anonymous", store.ttl)
+    assert index.count == 1 and index.find("resp_2") and not index.find("resp_1")
+    with pytest.raises(InvalidRequestError, match="not stored"):
+        store.conversation("resp_1")

@@ -169,3 +169,21 @@ async def test_the_first_step_is_not_asked_for_after_another_re_ask() -> None:
     body = {"model": "small", "messages": [{"role": "user", "content": QUESTION}], "tools": TOOLS}
     await engine.acomplete(body)
     assert not any("asks for 'get_capital' first" in json.dumps(b) for b in seen)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # "with the value" makes a step use a result, but says nothing of which comes first
+        "Find the statistical significance between dataset_A with the values 12, 24, 36 and "
+        "dataset_B with the values 15, 30, 45.",
+        "Retrieve the details for the user with the ID 7890.",
+    ],
+)
+def test_no_first_step_is_read_from_words_that_only_use_a_value(text: str) -> None:
+    tools = (
+        ToolSpec("event_finder_find_upcoming", "Find upcoming events"),
+        ToolSpec("t_test", "A t-test of two datasets"),
+        ToolSpec("get_user_info", "A user's details by id"),
+    )
+    assert first_step_tool(ChatRequest("small", (Message("user", text),), tools)) is None

@@ -49,7 +49,7 @@ NAME = "ordered_steps"
 
 _ORDER = re.compile(
     r"\b(?:then|afterwards?|after\s+that|next,|once\s+you\s+(?:have|know|get)|"
-    r"(?:using|with|from)\s+(?:that|the|its|this)\s+(?:result|answer|value|id)|"
+    r"(?:using|with|from)\s+(?:that|the|its|this)\s+(?:result|answer|value|id)\b|"
     r"first\s*(?:[.,;:!?)]|$)|first\s+(?:look|find|get|check|call|fetch|search|convert))",
     re.IGNORECASE,
 )
@@ -72,6 +72,31 @@ def request_orders_steps(request: ChatRequest) -> bool:
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAME_WORD = re.compile(r"[a-z]{4,}")
+_STEP_ORDER = re.compile(
+    r"\b(?:then|afterwards?|after\s+that)\b|"
+    r"\bfirst\s*(?:[.,;:!?)]|$)|\bfirst\s+(?:look|find|get|check|call|fetch|search|convert)",
+    re.IGNORECASE,
+)
+"""The words that say which step comes first ("then", "first"; not "with the value", which
+makes a later step use a result without saying where the first ends)."""
+_VERBS = frozenset(
+    [
+        "find",
+        "finder",
+        "fetch",
+        "list",
+        "lookup",
+        "look",
+        "search",
+        "check",
+        "calculate",
+        "compute",
+        "retrieve",
+        "show",
+    ]
+)
+"""Words of tool names that say how, not what: "find" is in "Find the statistical
+significance" and in ``event_finder_find_upcoming``."""
 
 
 def first_step_tool(request: ChatRequest) -> str | None:
@@ -83,7 +108,7 @@ def first_step_tool(request: ChatRequest) -> str | None:
     if not request_orders_steps(request):
         return None
     text = request.messages[-1].text
-    found = _ORDER.search(text)
+    found = _STEP_ORDER.search(text)
     if found is None:
         return None
     if found.group().lower().startswith("first"):  # the sentence "first" is in
@@ -96,7 +121,11 @@ def first_step_tool(request: ChatRequest) -> str | None:
     named = [
         t.name
         for t in request.function_tools
-        if any(stem_said(w, words) for w in _NAME_WORD.findall(t.name.lower().replace("_", " ")))
+        if any(
+            stem_said(w, words)
+            for w in _NAME_WORD.findall(t.name.lower().replace("_", " "))
+            if w not in _VERBS
+        )
     ]
     return named[0] if len(named) == 1 else None
 

@@ -154,10 +154,20 @@ async def test_a_reply_with_only_later_steps_is_asked_for_the_first_once() -> No
     completion = await engine.acomplete(body)
     assert [c.name for c in completion.message.tool_calls] == ["get_stock_price"]
     assert "asks for 'get_stock_price' first" in seen[-1]["messages"][-1]["content"]
-    # Written again after the re-ask, the later step is returned: asked once.
-    seen.clear()
-    engine = engine_for(FunctionUpstream(lambda body: '[convert_currency(amount=1, to="EUR")]'))
-    completion = await engine.acomplete(body)
+
+    # Written again after the re-ask: the first step is opened as its call.
+    def stubborn(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + 'AAPL")]'
+        return '[convert_currency(amount=1, to="EUR")]'
+
+    completion = await engine_for(FunctionUpstream(stubborn)).acomplete(body)
+    (call,) = completion.message.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("get_stock_price", {"symbol": "AAPL"})
+    # Where no reply can be opened as a call, the later step goes on: asked once.
+    plain = engine_for(FunctionUpstream(stubborn), prefill=False)
+    completion = await plain.acomplete(body)
     assert [c.name for c in completion.message.tool_calls] == ["convert_currency"]
 
 

@@ -40,7 +40,7 @@ from toolshim.engine.focus import without_environment
 from toolshim.engine.invented import borrowed_numbers, invented_numbers
 from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
-from toolshim.engine.plans import can_open, described_tool, tries_planned_step
+from toolshim.engine.plans import described_tool, tries_planned_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
 from toolshim.engine.validate import reask_message
@@ -395,7 +395,7 @@ def driver_for(turn: Turn) -> TurnDriver:
         describes=lambda answer: (
             described_tool(turn, answer) is not None
             or (
-                can_open(turn)
+                turn.can_open
                 and bool(invented_numbers(turn, answer) or borrowed_numbers(turn, answer))
             )
         ),

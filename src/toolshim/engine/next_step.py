@@ -52,7 +52,6 @@ from toolshim.engine.next_file import (
     writing_opening,
 )
 from toolshim.engine.plans import (
-    can_open,
     described_tool,
     planned_opening,
     planned_warning,
@@ -119,7 +118,7 @@ async def planned_first(
 
 def tries_next_step(turn: Turn) -> bool:
     """Whether a text answer of this turn is handed back opened as a call (the docstring)."""
-    return turn.one_step and can_open(turn) and action_left(turn)
+    return turn.one_step and turn.can_open and action_left(turn)
 
 
 async def next_step(
@@ -198,8 +197,8 @@ async def _invented_step(
 ) -> ParsedCall | None:
     """The call an answer that invents numbers is opened as (:mod:`.invented`), when its
     values are in the conversation; None otherwise (the answer stands)."""
-    invented = invented_numbers(turn, answer) if can_open(turn) else ()
-    borrowed = () if invented or not can_open(turn) else borrowed_numbers(turn, answer)
+    invented = invented_numbers(turn, answer) if turn.can_open else ()
+    borrowed = () if invented or not turn.can_open else borrowed_numbers(turn, answer)
     prefill = turn.dialect.call_opening(None) if invented or borrowed else None
     if prefill is None:
         return None
@@ -416,7 +415,7 @@ async def _first_step(
     (:func:`~toolshim.engine.checks.ordered_steps.first_step_tool`). Told that nobody said
     Tokyo, the 1.5B asked for the weather in the capital of Japan, "Look up the capital
     first", wrote ``get_weather(city="Tokyo")``; handed ``[get_capital(country="``, "Japan"."""
-    first = first_step_tool(turn.request) if can_open(turn) and not turn.one_step else None
+    first = first_step_tool(turn.request) if turn.can_open and not turn.one_step else None
     if first is None:
         return None
     turn.planned = (first,)

@@ -50,7 +50,6 @@ from toolshim.types import Message
 __all__ = [
     "MAX_PLANS",
     "PlanMemory",
-    "can_open",
     "chained_value",
     "described_tool",
     "failed_steps",
@@ -249,19 +248,9 @@ def named_steps(messages: Sequence[Message], tools: Sequence[str]) -> tuple[str,
     return tuple(n for n in tools if n not in called and tool_named(n, called, said))
 
 
-def can_open(turn: Turn) -> bool:
-    """The upstream continues an assistant message and the turn lets an answer be a call."""
-    return (
-        turn.prefill
-        and not turn.constrained
-        and turn.request.choice.kind == "auto"
-        and turn.dialect.call_opening() is not None
-    )
-
-
 def tries_planned_step(turn: Turn) -> bool:
     """Whether a text answer of this turn is handed back opened as its planned step."""
-    return bool(turn.planned) and can_open(turn)
+    return bool(turn.planned) and turn.can_open
 
 
 def described_tool(turn: Turn, answer: str) -> str | None:
@@ -274,7 +263,7 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     naming a tool (BFCL's file system, ```sh grep …```, ``[mv log.txt archive]``): the 1.5B
     then made the calls, which failed for want of a ``cd`` (0/5 multi-turn cases either way,
     2.4 LLM calls a turn against 2.1; docs/results.md)."""
-    if turn.one_step or not answer or not can_open(turn):
+    if turn.one_step or not answer or not turn.can_open:
         return None
     messages = turn.request.messages
     start = request_index(messages)

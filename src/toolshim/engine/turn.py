@@ -139,6 +139,17 @@ class Turn:
             results=self.results_in and not self.one_step,
         )
 
+    @property
+    def can_open(self) -> bool:
+        """The upstream continues an assistant message and the turn lets an answer be a call:
+        a reply can be handed back opened as a call (:mod:`toolshim.engine.next_step`)."""
+        return (
+            self.prefill
+            and not self.constrained
+            and self.request.choice.kind == "auto"
+            and self.dialect.call_opening() is not None
+        )
+
     @cached_property
     def compact(self) -> bool:
         """The tools are shown condensed: as set, else when their schemas and descriptions pass

@@ -201,11 +201,23 @@ def _run(reply: CheckedReply) -> Outcome:
     if first is not None and all(c.name != first for c in calls):
         # Only later steps, written with what the model guessed their input to be: the 1.5B,
         # "Get the USD price, then convert it", wrote convert_currency(amount=1, …) alone.
-        if turn.reasked or reply.continued:
-            # Asked once, and not after another check's re-ask: told that nobody said Tokyo,
-            # the 1.5B wrote get_weather("Tokyo") alone; asked for the capital first then, it
-            # wrote get_capital("Tokyo") again, where its made-up second reply gets the first
-            # step opened as a call (toolshim.engine.next_step).
+        if reply.continued:
+            return PASS
+        if turn.reasked:
+            # Re-asked already (for this, or for values nobody gave) and still only later
+            # steps: the first one is opened as its call where the upstream continues a reply
+            # (toolshim.engine.next_step), else the reply goes on to the other checks. The
+            # 0.5B, "Look up the capital first", wrote get_weather(city="Tokyo") three times.
+            if turn.can_open and turn.request.choice.kind == "auto":
+                turn.answer_now = True
+                return Revise(
+                    (),
+                    reply.finish,
+                    (
+                        f"the model wrote only later steps again; the request's first, "
+                        f"{first!r}, is opened as its call",
+                    ),
+                )
             return PASS
         return Reask(
             (

@@ -35,7 +35,7 @@ from toolshim.engine.stream_parts import (
     NeedsEmulation,
     TextGate,
     call_chunks,
-    open_stream,
+    raise_rejected,
     texts,
     usage_chunks,
 )
@@ -64,28 +64,34 @@ async def relay(
     native = ChoiceAccumulator()
     declined = False
     finish: str | None = None
-    async for chunk in open_stream(turn, request, learn):
-        rest, content, deltas, choice_finish = _split_first_choice(chunk)
-        finish = choice_finish or finish
-        turn.add_usage(chunk.usage)
-        if rest is not None:
-            yield rest
-        if deltas:
-            if not native.has_calls:
-                # The upstream calls natively after all: what the parser holds is prose.
-                pending = gate.flush(gate.tail + parser.pending)
-                if pending:
-                    yield StreamChunk(content=pending)
-            native.add_calls(deltas)
-        if content:
-            if native.has_calls or not rescue_text:
-                gate.emitted += content
-                yield StreamChunk(content=content)
-            else:
-                segments = parser.feed(content)
-                declined |= any(s.declined for s in segments)
-                for text in texts(segments, calls, gate):
-                    yield StreamChunk(content=text)
+    first = True
+    try:
+        async for chunk in turn.open_stream(request):
+            first = False
+            rest, content, deltas, choice_finish = _split_first_choice(chunk)
+            finish = choice_finish or finish
+            turn.add_usage(chunk.usage)
+            if rest is not None:
+                yield rest
+            if deltas:
+                if not native.has_calls:
+                    # The upstream calls natively after all: what the parser holds is prose.
+                    pending = gate.flush(gate.tail + parser.pending)
+                    if pending:
+                        yield StreamChunk(content=pending)
+                native.add_calls(deltas)
+            if content:
+                if native.has_calls or not rescue_text:
+                    gate.emitted += content
+                    yield StreamChunk(content=content)
+                else:
+                    segments = parser.feed(content)
+                    declined |= any(s.declined for s in segments)
+                    for text in texts(segments, calls, gate):
+                        yield StreamChunk(content=text)
+    except UpstreamError as exc:
+        raise_rejected(exc, first, learn)
+        raise
     if native.has_calls:
         completion = _completion(gate.emitted, native, finish)
         settled = settle_native(turn, completion, rescue_text=False)
@@ -137,9 +143,13 @@ async def held(
 ) -> AsyncIterator[StreamChunk]:
     """Hold the whole native reply, judge it, then relay it, send it settled, or emulate."""
     kept: list[StreamChunk] = []
-    async for chunk in open_stream(turn, request, learn):
-        turn.add_usage(chunk.usage)
-        kept.append(chunk)
+    try:
+        async for chunk in turn.open_stream(request):
+            turn.add_usage(chunk.usage)
+            kept.append(chunk)
+    except UpstreamError as exc:
+        raise_rejected(exc, not kept, learn)
+        raise
     completion = _reassemble(kept)
     settled = settle_native(turn, completion, rescue_text=rescue_text)
     if settled is None:

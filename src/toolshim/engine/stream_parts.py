@@ -20,7 +20,7 @@ __all__ = [
     "TextGate",
     "call_chunks",
     "first_choice",
-    "open_stream",
+    "raise_rejected",
     "texts",
     "usage_chunks",
 ]
@@ -37,29 +37,23 @@ class NeedsEmulation(Exception):
     """A native reply could not be used as it was; the turn goes on emulated."""
 
 
-async def open_stream(
-    turn: Turn,
-    request: ChatRequest,
-    learn: Callable[[UpstreamError], bool] | None = None,
-) -> AsyncIterator[StreamChunk]:
-    """Upstream chunks; a tools rejection before the first chunk becomes :class:`Rejected`."""
-    stream = turn.open_stream(request)
-    first = True
-    try:
-        async for chunk in stream:
-            first = False
-            yield chunk
-    except UpstreamError as exc:
-        if first and learn is not None and learn(exc):
-            raise Rejected from exc
-        raise
+def raise_rejected(
+    exc: UpstreamError, first: bool, learn: Callable[[UpstreamError], bool] | None
+) -> None:
+    """Raise :class:`Rejected` for ``exc``, an upstream error read from a stream, if it came
+    before the stream's ``first`` chunk and ``learn`` takes it for a tools rejection; else
+    nothing (the caller re-raises ``exc``). Each native stream reads its upstream stream itself,
+    inside ``try``/``except UpstreamError``: a generator in between would cost CPU on every
+    chunk of every stream."""
+    if first and learn is not None and learn(exc):
+        raise Rejected from exc
 
 
 async def first_choice(turn: Turn, request: ChatRequest) -> AsyncIterator[StreamChunk]:
     """The first choice's chunks of an emulated request's stream, with usage counted; native
     calls in it (the upstream was sent no tools) are dropped, with a warning."""
     dropped: dict[int, str] = {}
-    async for chunk in open_stream(turn, request):
+    async for chunk in turn.open_stream(request):
         if chunk.choice_index == 0:
             turn.add_usage(chunk.usage)
             for delta in chunk.tool_calls:

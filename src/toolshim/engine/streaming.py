@@ -45,12 +45,12 @@ from toolshim.engine.stream_parts import (
     TextGate,
     call_chunks,
     first_choice,
-    open_stream,
+    raise_rejected,
     usage_chunks,
 )
 from toolshim.engine.turn import Turn, dropped_calls_warning, with_meta
 from toolshim.engine.unoffered import UnofferedFilter
-from toolshim.errors import ToolshimError
+from toolshim.errors import ToolshimError, UpstreamError
 from toolshim.types import ChatRequest, Mode, StreamChunk
 
 __all__ = ["serve"]
@@ -176,10 +176,16 @@ async def _passed_through(
     turn: Turn, request: ChatRequest, learn: relay.Learn | None
 ) -> AsyncIterator[StreamChunk]:
     unoffered = UnofferedFilter(turn, None if request.tools else ())
-    async for chunk in open_stream(turn, request, learn):
-        chunk = unoffered.feed(chunk)
-        turn.add_usage(chunk.usage)
-        yield chunk
+    first = True
+    try:
+        async for chunk in turn.open_stream(request):
+            first = False
+            chunk = unoffered.feed(chunk)
+            turn.add_usage(chunk.usage)
+            yield chunk
+    except UpstreamError as exc:
+        raise_rejected(exc, first, learn)
+        raise
     unoffered.finish()
 
 

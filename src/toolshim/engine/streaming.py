@@ -180,8 +180,10 @@ async def _passed_through(
     try:
         async for chunk in turn.open_stream(request):
             first = False
-            chunk = unoffered.feed(chunk)
-            turn.add_usage(chunk.usage)
+            if unoffered.may_change(chunk):
+                chunk = unoffered.feed(chunk)
+            if chunk.usage is not None:
+                turn.add_usage(chunk.usage)
             yield chunk
     except UpstreamError as exc:
         raise_rejected(exc, first, learn)

@@ -68,12 +68,15 @@ class UnofferedFilter:
         self._kept: set[int] = set()
         self.dropped: list[str] = []
 
+    def may_change(self, chunk: StreamChunk) -> bool:
+        """Whether :meth:`feed` may change ``chunk`` (read inline by a stream: most chunks are
+        text, passed on without a call more)."""
+        return not self.passes and bool(chunk.tool_calls or chunk.other_choices or self.dropped)
+
     def feed(self, chunk: StreamChunk) -> StreamChunk:
         """``chunk`` without the deltas of calls to tools not offered, in each of its choices;
         once a call was dropped, a choice left without calls finishes with ``stop``."""
-        if self.passes or chunk.choiceless:
-            return chunk
-        if not self.dropped and not chunk.tool_calls and not chunk.other_choices:
+        if not self.may_change(chunk) or chunk.choiceless:
             return chunk
         choices = [self._calls(c) for c in (chunk, *chunk.other_choices)]
         if self.dropped:

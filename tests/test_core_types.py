@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 from typing import Any
 
@@ -57,8 +58,6 @@ def test_every_core_dataclass_is_covered() -> None:
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_quick_init_takes_what_dataclass_would(cls: type) -> None:
-    import inspect
-
     twin = _plain_twin(cls)
     ours, theirs = inspect.signature(cls), inspect.signature(twin)
     assert list(ours.parameters) == list(theirs.parameters)

@@ -56,40 +56,38 @@ def _quick_init(cls: type[_T]) -> type[_T]:
     made a 15-field StreamChunk cost about 3 µs to build, and a proxy builds one for every
     chunk it streams. Same parameters, defaults and checks (``__post_init__`` is called);
     the instances stay frozen."""
+    if any(f.kw_only for f in fields(cls)):  # type: ignore[arg-type]
+        return cls  # (keyword-only fields: dataclass's own __init__ stays)
     names: dict[str, Any] = {}
     params, body = [], []
     for f in fields(cls):  # type: ignore[arg-type]
-        names[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        setter = f"_set_{f.name}"
+        names[setter] = cls.__dict__[f.name].__set__
+        if f.default_factory is not MISSING:  # made only when no value is given
+            names[f"_factory_{f.name}"] = f.default_factory
+            names[f"_none_{f.name}"] = MISSING
+            made = f"_factory_{f.name}()"
+            if f.init:
+                params.append(f"{f.name}=_none_{f.name}")
+                made = f"{made} if {f.name} is _none_{f.name} else {f.name}"
+            body.append(f"    {setter}(self, {made})")
+            continue
+        default = ""
         if f.default is not MISSING:
             names[f"_default_{f.name}"] = f.default
-            value = f"_default_{f.name}"
-        elif f.default_factory is not MISSING:
-            names[f"_factory_{f.name}"] = f.default_factory
-            value = f"_factory_{f.name}()"
-        else:
-            value = ""
+            default = f"_default_{f.name}"
         if f.init:
-            if value.endswith("()"):  # a factory's value: made only when none is given
-                names[f"_none_{f.name}"] = MISSING
-                params.append(f"{f.name}=_none_{f.name}")
-                body.append(
-                    f"    _set_{f.name}(self, {value} if {f.name} is _none_{f.name} else {f.name})"
-                )
-            else:
-                params.append(f"{f.name}={value}" if value else f.name)
-                body.append(f"    _set_{f.name}(self, {f.name})")
-        elif value:
-            body.append(f"    _set_{f.name}(self, {value})")
+            params.append(f"{f.name}={default}" if default else f.name)
+            body.append(f"    {setter}(self, {f.name})")
+        elif default:
+            body.append(f"    {setter}(self, {default})")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"])
     exec(source, names)  # (as dataclasses itself builds __init__)
     init = names["__init__"]
-    if signature(init).parameters.keys() != signature(cls.__init__).parameters.keys() or any(
-        f.kw_only
-        for f in fields(cls)  # type: ignore[arg-type]
-    ):  # an InitVar, a keyword-only field: dataclass's own __init__ stays
-        return cls
+    if signature(init).parameters.keys() != signature(cls.__init__).parameters.keys():
+        return cls  # an InitVar: dataclass's own __init__ stays
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
     init.__annotations__ = dict(cls.__init__.__annotations__)

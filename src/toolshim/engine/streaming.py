@@ -182,8 +182,7 @@ async def _passed_through(
             first = False
             if unoffered.may_change(chunk):
                 chunk = unoffered.feed(chunk)
-            if chunk.usage is not None:
-                turn.add_usage(chunk.usage)
+            turn.add_usage(chunk.usage)
             yield chunk
     except UpstreamError as exc:
         raise_rejected(exc, first, learn)

@@ -216,12 +216,7 @@ def _call_deltas(calls: Any) -> tuple[ToolCallDelta, ...]:
 def chunk_to_dict(chunk: StreamChunk, *, id: str, model: str, created: int) -> dict[str, Any]:
     """Write a StreamChunk as a ``chat.completion.chunk`` (the fields an upstream sent that
     toolshim does not read, as they came; ``legacy`` chunks in the ``function_call`` shape)."""
-    if chunk.tool_calls or chunk.extra:
-        delta = _delta_to_dict(chunk)
-    else:  # (most chunks: text alone, written here without two calls more a chunk)
-        delta = {} if chunk.content is None else {"content": chunk.content}
-        if chunk.role is not None:
-            delta = {"role": chunk.role, **delta}
+    delta = _delta_to_dict(chunk)
     empty = chunk.choiceless or (
         chunk.usage is not None
         and not delta

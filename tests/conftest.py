@@ -5,6 +5,7 @@ machine's load, not the code), and a garbage collection after each test module."
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,3 +30,17 @@ def _collect_garbage_per_module() -> Iterator[None]:
     of another module happens to trigger the collection."""
     yield
     gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _no_listening_thread_left() -> Iterator[None]:
+    """A test that opens a shared capability store closes it: a listening thread left behind
+    keeps reconnecting and logs into the tests after it."""
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    left = [
+        t.name
+        for t in threading.enumerate()
+        if t.ident not in before and t.name.startswith("toolshim-listen") and t.is_alive()
+    ]
+    assert not left, f"listening threads left running: {left}"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,22 +65,19 @@ def fail_for(
     fail(console, message, code=code)
 
 
-def open_registry(where: str | Path | None, console: Console) -> Registry:
+@contextmanager
+def open_registry(where: str | Path | None, console: Console) -> Iterator[Registry]:
     """The capability registry ``--registry`` names (a path or a ``sqlite:``, ``postgresql:``
     or ``redis:`` URL; None: the default), with what the user should know about it printed.
-    It is closed (pending writes flushed) when the command exits."""
+    It is closed when the block ends: pending writes flushed, a shared store's listening
+    thread stopped (left running, it would go on reconnecting in a process that embeds the
+    command, as a test does)."""
     registry = Registry.open(where)
-    atexit.register(_close_at_exit, weakref.ref(registry))
-    for notice in registry.notices:
-        console.print(f"[yellow]warning:[/] {escape(notice)}", highlight=False)
-    return registry
-
-
-def _close_at_exit(held: weakref.ref[Registry]) -> None:
-    """Write what a registry still owes its store (a weak reference: the exit hook does not
-    keep the registry of a command that has finished alive)."""
-    registry = held()
-    if registry is not None:
+    try:
+        for notice in registry.notices:
+            console.print(f"[yellow]warning:[/] {escape(notice)}", highlight=False)
+        yield registry
+    finally:
         registry.close()
 
 
@@ -214,10 +209,12 @@ def registry_and_target(
 ) -> Iterator[tuple[Registry, UpstreamTarget]]:
     """The registry ``--registry`` names (:func:`open_registry`) and the upstream or embedded
     model the command talks to (:func:`upstream_target`), its facts recorded there."""
-    store = open_registry(registry, console)
-    with upstream_target(
-        upstream, model_file, store, console, local_model=local_model, ctx_size=ctx_size
-    ) as target:
+    with (
+        open_registry(registry, console) as store,
+        upstream_target(
+            upstream, model_file, store, console, local_model=local_model, ctx_size=ctx_size
+        ) as target,
+    ):
         yield store, target
 
 

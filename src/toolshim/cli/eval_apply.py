@@ -64,17 +64,18 @@ def apply_eval(
             allow_one_suite=one_suite,
         )
         show_pick(pick, out)
-        store = open_registry(registry, err)
-        for name, value in pick.facts().items():
-            store.learn(pick.key, pick.model, name, value, Source.EVAL, detail=pick.detail())
-        store.flush()  # "stored" is said only once the store has it
-        standing = store.facts(pick.key, pick.model)
+        with open_registry(registry, err) as store:
+            for name, value in pick.facts().items():
+                store.learn(pick.key, pick.model, name, value, Source.EVAL, detail=pick.detail())
+            store.flush()  # "stored" is said only once the store has it
+            standing = store.facts(pick.key, pick.model)
+            location = store.location
     except ToolshimError as exc:
         err.print(Text.assemble(("error: ", "red"), exc.message, " (nothing stored)"))
         raise typer.Exit(1) from None
     settled = ", ".join(f"{k}={v}" for k, v in pick.facts().items())
     out.print(
-        f"Stored for {pick.model} at {pick.key} (source eval, {store.location}): {settled}",
+        f"Stored for {pick.model} at {pick.key} (source eval, {location}): {settled}",
         highlight=False,
     )
     stronger = [

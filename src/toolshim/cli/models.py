@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -39,7 +41,7 @@ from toolshim.cli._models_render import (
     report_json,
     support_markup,
 )
-from toolshim.cli._options import UpstreamApiKeyOption
+from toolshim.cli._options import RegistryOption, UpstreamApiKeyOption
 from toolshim.errors import ConfigError, StoreError, ToolshimError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
 from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
@@ -74,15 +76,6 @@ UpstreamOpt = Annotated[
         "TOOLSHIM_UPSTREAM",
     ),
 ]
-RegistryOpt = Annotated[
-    str | None,
-    _flag(
-        "--registry",
-        "Capability store: a SQLite file (or sqlite:///path), postgresql://… or redis://…. "
-        "Default: a SQLite file in toolshim's user data directory.",
-        "TOOLSHIM_REGISTRY",
-    ),
-]
 ApiKeyOpt = UpstreamApiKeyOption
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ModelArg = Annotated[str, typer.Argument(help="Model name as the upstream knows it.")]
@@ -102,7 +95,7 @@ def register(app: typer.Typer) -> None:
 @models_app.command("list")
 def list_models(
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
     timeout: Annotated[
@@ -115,57 +108,58 @@ def list_models(
     """
 
     def run() -> None:
-        reg = _readable(open_registry(registry, _err))
-        key = registry_key(upstream) if upstream else None
-        # An embedded model's key names no server to ask (it runs only inside a command).
-        asks = key is not None and not key.startswith(EMBEDDED_KEY_PREFIX)
-        rows: list[dict[str, Any]] = []
-        server = None
-        if key is not None and asks:
-            listing = asyncio.run(
-                list_upstream_models(key, request_timeout=timeout, api_key=api_key)
-            )
-            server = listing.server
-            reg.record_seen(key, listing.models)
-            listed = set(listing.models)
-            stored = {m for u, m, _ in reg.known(key)} - listed
-            for model in [*listing.models, *sorted(stored)]:
-                rows.append({**reg.summary(key, model), "listed": model in listed})
-        else:
-            server = "the embedded model; stored facts only" if key else None
-            for scope, model, _ in reg.known(key):
-                rows.append({**reg.summary(scope, model), "listed": None})
-        if as_json:
-            print_json(
-                {"upstream": key, "server": server, "registry": reg.location, "models": rows}
-            )
-            return
-        title = f"{len(rows)} models" + (f" at {key} ({server})" if key else " in the store")
-        table = Table(title=title, title_justify="left")
-        for column in ("model", "tools", "source", "learned", "dialect", "context"):
-            table.add_column(column)
-        if not upstream:
-            table.add_column("upstream")
-        for row in rows:
-            tools = row["native_tools"]
-            cells = [
-                row["model"] + ("" if row["listed"] in (None, True) else " [dim](not listed)[/]"),
-                support_markup(tools["value"]),
-                tools["source"] or "-",
-                ago(tools["learned_at"]),
-                row["dialect"],
-                str(row["context_window"] or "-"),
-            ]
+        with _readable(registry) as reg:
+            key = registry_key(upstream) if upstream else None
+            # An embedded model's key names no server to ask (it runs only inside a command).
+            asks = key is not None and not key.startswith(EMBEDDED_KEY_PREFIX)
+            rows: list[dict[str, Any]] = []
+            server = None
+            if key is not None and asks:
+                listing = asyncio.run(
+                    list_upstream_models(key, request_timeout=timeout, api_key=api_key)
+                )
+                server = listing.server
+                reg.record_seen(key, listing.models)
+                listed = set(listing.models)
+                stored = {m for u, m, _ in reg.known(key)} - listed
+                for model in [*listing.models, *sorted(stored)]:
+                    rows.append({**reg.summary(key, model), "listed": model in listed})
+            else:
+                server = "the embedded model; stored facts only" if key else None
+                for scope, model, _ in reg.known(key):
+                    rows.append({**reg.summary(scope, model), "listed": None})
+            if as_json:
+                print_json(
+                    {"upstream": key, "server": server, "registry": reg.location, "models": rows}
+                )
+                return
+            title = f"{len(rows)} models" + (f" at {key} ({server})" if key else " in the store")
+            table = Table(title=title, title_justify="left")
+            for column in ("model", "tools", "source", "learned", "dialect", "context"):
+                table.add_column(column)
             if not upstream:
-                cells.append(row["upstream"])
-            table.add_row(*cells)
-        out.print(table)
-        footer(reg)
-        if asks and any(r["native_tools"]["value"] == "unknown" for r in rows):
-            out.print(
-                "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
-                "`toolshim models probe MODEL` (one test request).[/]"
-            )
+                table.add_column("upstream")
+            for row in rows:
+                tools = row["native_tools"]
+                cells = [
+                    row["model"]
+                    + ("" if row["listed"] in (None, True) else " [dim](not listed)[/]"),
+                    support_markup(tools["value"]),
+                    tools["source"] or "-",
+                    ago(tools["learned_at"]),
+                    row["dialect"],
+                    str(row["context_window"] or "-"),
+                ]
+                if not upstream:
+                    cells.append(row["upstream"])
+                table.add_row(*cells)
+            out.print(table)
+            footer(reg)
+            if asks and any(r["native_tools"]["value"] == "unknown" for r in rows):
+                out.print(
+                    "[dim]unknown: run `toolshim models refresh` (asks the upstream) or "
+                    "`toolshim models probe MODEL` (one test request).[/]"
+                )
 
     _guard(run)
 
@@ -222,19 +216,19 @@ def local_models(as_json: JsonOpt = False) -> None:
 def show(
     model: ModelArg,
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Why toolshim treats MODEL as it does: every fact, its source, its time, what it overrides."""
 
     def run() -> None:
-        reg = _readable(open_registry(registry, _err))
-        key = registry_key(upstream) if upstream else ANY_UPSTREAM
-        report = reg.explain(key, model)
-        if as_json:
-            print_json(report_json(report, reg))
-            return
-        print_report(report, reg)
+        with _readable(registry) as reg:
+            key = registry_key(upstream) if upstream else ANY_UPSTREAM
+            report = reg.explain(key, model)
+            if as_json:
+                print_json(report_json(report, reg))
+                return
+            print_report(report, reg)
 
     _guard(run)
 
@@ -288,7 +282,7 @@ def set_facts(
         str, typer.Option("--note", help="Why (kept with the fact).")
     ] = "set with `toolshim models set`",
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Store facts about MODEL with source `user` (the strongest): they win over everything.
@@ -324,19 +318,19 @@ def set_facts(
                 f"{', '.join(available_dialects())}",
                 param="dialect",
             )
-        reg = _readable(open_registry(registry, _err))
-        key = registry_key(upstream) if upstream else ANY_UPSTREAM
-        for name, value in chosen.items():
-            reg.learn(key, model, name, value, Source.USER, detail=note)
-        reg.flush()  # "stored" is said only once the store has it
-        report = reg.explain(key, model)
-        if as_json:
-            print_json(report_json(report, reg))
-            return
-        scope = "every upstream" if key == ANY_UPSTREAM else key
-        settled = ", ".join(f"{k}={v}" for k, v in chosen.items())
-        out.print(f"stored for {model} at {scope} (source user): {settled}")
-        print_report(report, reg)
+        with _readable(registry) as reg:
+            key = registry_key(upstream) if upstream else ANY_UPSTREAM
+            for name, value in chosen.items():
+                reg.learn(key, model, name, value, Source.USER, detail=note)
+            reg.flush()  # "stored" is said only once the store has it
+            report = reg.explain(key, model)
+            if as_json:
+                print_json(report_json(report, reg))
+                return
+            scope = "every upstream" if key == ANY_UPSTREAM else key
+            settled = ", ".join(f"{k}={v}" for k, v in chosen.items())
+            out.print(f"stored for {model} at {scope} (source user): {settled}")
+            print_report(report, reg)
 
     _guard(run)
 
@@ -345,7 +339,7 @@ def set_facts(
 def probe(
     model: ModelArg,
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     api_key: ApiKeyOpt = None,
     timeout: Annotated[
         float, typer.Option(help="Seconds to wait for the answer; no answer is inconclusive.")
@@ -364,41 +358,45 @@ def probe(
 
     def run() -> None:
         url = _need_upstream(upstream, "probe")
-        reg = _readable(open_registry(registry, _err))
+        with _readable(registry) as reg:
 
-        async def go() -> Any:
-            client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
-            try:
-                return await probe_tools(client, model, time_limit=timeout)
-            finally:
-                await client.aclose()
+            async def go() -> Any:
+                client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
+                try:
+                    return await probe_tools(client, model, time_limit=timeout)
+                finally:
+                    await client.aclose()
 
-        if not as_json:
-            _err.print(f"probing {model} at {url} (up to {timeout:g} s)…")
-        result = asyncio.run(go())
-        standing = record_probe(reg, url, result) if save else None
-        if as_json:
-            print_json(
-                {
-                    "model": model,
-                    "upstream": url,
-                    "outcome": result.outcome.value,
-                    "detail": result.detail,
-                    "seconds": round(result.seconds, 3),
-                    "saved": standing is not None,
-                    "native_tools": fact_dict(standing) if standing else None,
-                }
+            if not as_json:
+                _err.print(f"probing {model} at {url} (up to {timeout:g} s)…")
+            result = asyncio.run(go())
+            standing = record_probe(reg, url, result) if save else None
+            if as_json:
+                print_json(
+                    {
+                        "model": model,
+                        "upstream": url,
+                        "outcome": result.outcome.value,
+                        "detail": result.detail,
+                        "seconds": round(result.seconds, 3),
+                        "saved": standing is not None,
+                        "native_tools": fact_dict(standing) if standing else None,
+                    }
+                )
+                return
+            colour = {"supported": "green", "unsupported": "red"}.get(
+                result.outcome.value, "yellow"
             )
-            return
-        colour = {"supported": "green", "unsupported": "red"}.get(result.outcome.value, "yellow")
-        out.print(f"[{colour}]{result.outcome.value}[/] — {result.detail} ({result.seconds:.1f} s)")
-        if standing is not None:
             out.print(
-                f"native_tools is now {standing.value} (from {standing.source.value})"
-                + ("" if standing.source is Source.PROBE else "; a stronger source still wins")
+                f"[{colour}]{result.outcome.value}[/] — {result.detail} ({result.seconds:.1f} s)"
             )
-        elif save:
-            out.print("nothing stored (an inconclusive probe says nothing about the model).")
+            if standing is not None:
+                out.print(
+                    f"native_tools is now {standing.value} (from {standing.source.value})"
+                    + ("" if standing.source is Source.PROBE else "; a stronger source still wins")
+                )
+            elif save:
+                out.print("nothing stored (an inconclusive probe says nothing about the model).")
 
     _guard(run)
 
@@ -413,7 +411,7 @@ def forget(
         list[str] | None, _flag("--fact", "Only this fact, e.g. native_tools (repeatable).")
     ] = None,
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete stored facts about MODEL (at --upstream, or at every upstream).
@@ -426,15 +424,17 @@ def forget(
         names = [n.replace("-", "_") for n in fact] if fact else None
         for name in names or ():
             coerce_value(name, "unknown" if name != "context_window" else 1)
-        reg = _readable(open_registry(registry, _err))
-        key = registry_key(upstream) if upstream else None
-        removed = reg.forget(key, model, names=names, sources=sources)
-        reg.flush()
-        if as_json:
-            print_json({"model": model, "upstream": key, "removed": removed})
-            return
-        where = key or "every upstream"
-        out.print(f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}")
+        with _readable(registry) as reg:
+            key = registry_key(upstream) if upstream else None
+            removed = reg.forget(key, model, names=names, sources=sources)
+            reg.flush()
+            if as_json:
+                print_json({"model": model, "upstream": key, "removed": removed})
+                return
+            where = key or "every upstream"
+            out.print(
+                f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}"
+            )
 
     _guard(run)
 
@@ -442,7 +442,7 @@ def forget(
 @models_app.command("refresh")
 def refresh(
     upstream: UpstreamOpt = None,
-    registry: RegistryOpt = None,
+    registry: RegistryOption = None,
     api_key: ApiKeyOpt = None,
     model: Annotated[list[str] | None, _flag("--model", "Only this model (repeatable).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per upstream request.")] = DEFAULT_TIMEOUT,
@@ -457,36 +457,40 @@ def refresh(
 
     def run() -> None:
         url = _need_upstream(upstream, "refresh")
-        reg = _readable(open_registry(registry, _err))
-        done = 0
+        with _readable(registry) as reg:
+            done = 0
 
-        def progress(found: DiscoveredModel) -> None:
-            nonlocal done
-            done += 1
+            def progress(found: DiscoveredModel) -> None:
+                nonlocal done
+                done += 1
+                if not as_json:
+                    state = (
+                        f"[red]failed: {found.error}[/]"
+                        if found.error
+                        else f"{len(found.facts)} facts"
+                    )
+                    _err.print(f"  [{done}] {found.name}: {state}")
+
             if not as_json:
-                state = (
-                    f"[red]failed: {found.error}[/]" if found.error else f"{len(found.facts)} facts"
+                _err.print(f"reading models at {url}…")
+            started = time.perf_counter()
+            discovery = asyncio.run(
+                discover(
+                    url, models=model, request_timeout=timeout, api_key=api_key, on_model=progress
                 )
-                _err.print(f"  [{done}] {found.name}: {state}")
-
-        if not as_json:
-            _err.print(f"reading models at {url}…")
-        started = time.perf_counter()
-        discovery = asyncio.run(
-            discover(url, models=model, request_timeout=timeout, api_key=api_key, on_model=progress)
-        )
-        stored = apply_discovery(reg, url, discovery)
-        if as_json:
-            print_json({**discovery.as_dict(), "stored": stored})
-            return
-        seconds = time.perf_counter() - started
-        out.print(
-            f"{discovery.server} at {url}: {len(discovery.models)} models, {stored} facts stored "
-            f"(source upstream) in {seconds:.1f} s"
-        )
-        for problem in discovery.problems:
-            out.print(f"[yellow]could not read[/] {problem}")
-        footer(reg)
+            )
+            stored = apply_discovery(reg, url, discovery)
+            if as_json:
+                print_json({**discovery.as_dict(), "stored": stored})
+                return
+            seconds = time.perf_counter() - started
+            out.print(
+                f"{discovery.server} at {url}: {len(discovery.models)} models, {stored} facts stored "
+                f"(source upstream) in {seconds:.1f} s"
+            )
+            for problem in discovery.problems:
+                out.print(f"[yellow]could not read[/] {problem}")
+            footer(reg)
 
     _guard(run)
 
@@ -502,13 +506,16 @@ def _guard(run: Callable[[], None]) -> None:
         fail(_err, exc.message, code=1)
 
 
-def _readable(registry: Registry) -> Registry:
-    """``registry``, or StoreError when its store cannot be used now (a shared store that is
-    away): a command that shows the store must not show an empty one instead, and one that
-    writes it says so before it does anything (not after, as writes it could not make)."""
-    if registry.outage is not None:
-        raise StoreError(registry.outage)
-    return registry
+@contextmanager
+def _readable(where: str | Path | None) -> Iterator[Registry]:
+    """The registry ``--registry`` names (:func:`open_registry`), or StoreError when its store
+    cannot be used now (a shared store that is away): a command that shows the store must not
+    show an empty one instead, and one that writes it says so before it does anything (not
+    after, as writes it could not make)."""
+    with open_registry(where, _err) as registry:
+        if registry.outage is not None:
+            raise StoreError(registry.outage)
+        yield registry
 
 
 def _need_upstream(upstream: str | None, command: str) -> str:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -53,10 +53,11 @@ from toolshim.engine.checks import CONTINUED, run_checks
 from toolshim.engine.checks.example_copies import NUMBER
 from toolshim.engine.checks.made_up import names_not_written, stem_said, with_stems, written_in
 from toolshim.engine.checks.ordered_steps import waits
+from toolshim.engine.nocalls import Body
 from toolshim.engine.turn import Turn, call_key
 from toolshim.errors import ToolshimError
 from toolshim.json_walk import json_values
-from toolshim.types import ChatRequest, Message, Strategy, ToolCall
+from toolshim.types import Message, Strategy, ToolCall
 
 __all__ = [
     "MAX_CALLS",
@@ -142,7 +143,7 @@ async def more_calls(
     turn: Turn,
     calls: Sequence[ParsedCall],
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
 ) -> tuple[ParsedCall, ...]:
     """``calls`` and each further call the continued reply brings (see the module docstring).
 

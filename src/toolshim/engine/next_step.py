@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from toolshim.dialects.interpret import ParsedCall
@@ -51,6 +51,7 @@ from toolshim.engine.next_file import (
     shell_only,
     writing_opening,
 )
+from toolshim.engine.nocalls import Body
 from toolshim.engine.plans import (
     described_tool,
     planned_opening,
@@ -91,9 +92,7 @@ def _grounded(turn: Turn, call: ParsedCall) -> bool:
     return turn.request.choice.kind != "auto" or grounded(turn, call)
 
 
-async def planned_first(
-    turn: Turn, body: Callable[[Sequence[Message]], ChatRequest]
-) -> tuple[ParsedCall, Completion] | None:
+async def planned_first(turn: Turn, body: Body) -> tuple[ParsedCall, Completion] | None:
     """The turn's planned step (:attr:`Turn.planned`) opened as its call before the model is
     asked anything, with the completion it came in; None when there is none to open or the
     model wrote none. Offered the tools after a result with a step planned, the 0.5B answered
@@ -124,7 +123,7 @@ def tries_next_step(turn: Turn) -> bool:
 async def next_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     answer: str = "",
 ) -> ParsedCall | None:
     """The call the model writes when its reply is opened as one, or None (see the module
@@ -192,7 +191,7 @@ async def next_step(
 async def _invented_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     answer: str,
 ) -> ParsedCall | None:
     """The call an answer that invents numbers is opened as (:mod:`.invented`), when its
@@ -222,7 +221,7 @@ async def _invented_step(
 async def _content_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     answer: str,
     looked: tuple[str, str] | None = None,
 ) -> ParsedCall | None:
@@ -291,7 +290,7 @@ def _request_and_results(turn: Turn) -> str:
 async def _opened_step(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     prefill: str,
 ) -> ParsedCall | None:
     """The first valid call the model writes after ``prefill``, one it has no result for."""
@@ -301,7 +300,7 @@ async def _opened_step(
 async def _opened(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     prefill: str,
 ) -> tuple[ParsedCall | None, Completion | None]:
     """:func:`_opened_step`'s call, with the completion it came in (None: the request failed)."""
@@ -363,7 +362,7 @@ async def written_instead(
     turn: Turn,
     calls: tuple[ParsedCall, ...],
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
 ) -> tuple[ParsedCall, ...]:
     """``calls``, or, where a coding agent's only call prints the text of a file its request
     asks to create (``echo 'hello from toolshim'`` for "create greeting.txt"), the write of
@@ -396,7 +395,7 @@ async def written_instead(
 async def step_before_giving_up(
     turn: Turn,
     extra: Sequence[Message],
-    body: Callable[[Sequence[Message]], ChatRequest],
+    body: Body,
     answer: str,
 ) -> ParsedCall | None:
     """Where a coding agent's turn would be answered without tools (its model repeated a call
@@ -408,9 +407,7 @@ async def step_before_giving_up(
     return await _first_step(turn, extra, body)
 
 
-async def _first_step(
-    turn: Turn, extra: Sequence[Message], body: Callable[[Sequence[Message]], ChatRequest]
-) -> ParsedCall | None:
+async def _first_step(turn: Turn, extra: Sequence[Message], body: Body) -> ParsedCall | None:
     """The first of the steps the request orders, opened as its call when none is taken yet
     (:func:`~toolshim.engine.checks.ordered_steps.first_step_tool`). Told that nobody said
     Tokyo, the 1.5B asked for the weather in the capital of Japan, "Look up the capital

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -156,28 +156,58 @@ class ObservedUpstream(WrappedUpstream):
         finally:
             self.metrics.observe_upstream(time.perf_counter() - started, stream=False)
 
-    async def stream(
+    def stream(
         self, request: ChatRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[StreamChunk]:
-        started = time.perf_counter()
-        first = True
-        debug = log.isEnabledFor(logging.DEBUG)
-        texts: list[str] = []
-        chunks = 0
+        timed = _TimedStream(self.inner.stream(request, headers=headers), self.metrics)
+        return _logged(timed) if log.isEnabledFor(logging.DEBUG) else timed
+
+
+class _TimedStream:
+    """A stream's chunks as they come, the wait for its first one (or for its end or error,
+    if it ends before one) observed. An iterator object, not an async generator: a chunk costs
+    a call here, where a generator's layer costs a frame's resumption on every chunk of every
+    stream."""
+
+    __slots__ = ("_chunks", "_metrics", "_started", "_waiting")
+
+    def __init__(self, chunks: AsyncIterator[StreamChunk], metrics: Metrics) -> None:
+        self._chunks = chunks
+        self._metrics = metrics
+        self._started = time.perf_counter()
+        self._waiting = True
+
+    def __aiter__(self) -> _TimedStream:
+        return self
+
+    def __anext__(self) -> Awaitable[StreamChunk]:
+        if self._waiting:
+            return self._first()
+        return self._chunks.__anext__()
+
+    async def _first(self) -> StreamChunk:
+        self._waiting = False
         try:
-            async for chunk in self.inner.stream(request, headers=headers):
-                if first:
-                    first = False
-                    self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
-                if debug:
-                    chunks += 1
-                    texts.append(_delta_text(chunk))
-                yield chunk
+            return await self._chunks.__anext__()
         finally:
-            if first:
-                self.metrics.observe_upstream(time.perf_counter() - started, stream=True)
-            if debug:
-                log.debug("← raw streamed reply (%d chunks):\n%s", chunks, "".join(texts))
+            self._metrics.observe_upstream(time.perf_counter() - self._started, stream=True)
+
+    async def aclose(self) -> None:
+        close = getattr(self._chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _logged(chunks: _TimedStream) -> AsyncIterator[StreamChunk]:
+    """``chunks`` passed on, their text logged at the end (DEBUG)."""
+    texts: list[str] = []
+    try:
+        async for chunk in chunks:
+            texts.append(_delta_text(chunk))
+            yield chunk
+    finally:
+        await chunks.aclose()
+        log.debug("← raw streamed reply (%d chunks):\n%s", len(texts), "".join(texts))
 
 
 def _delta_text(chunk: StreamChunk) -> str:

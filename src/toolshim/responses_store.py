@@ -3,7 +3,7 @@
 Each stored response lives under ``response:<id>`` in the capability registry's bounded
 document store (:attr:`toolshim.capabilities.registry.Registry.documents`: the same SQLite file,
 or the PostgreSQL or Redis store several replicas share), so a response survives a restart. A
-registry without a document store keeps them in memory (:class:`MemoryDocuments`). A request
+registry without a document store keeps them in memory (:class:`~toolshim.capabilities.stores.memory.MemoryDocuments`). A request
 with ``store: false`` leaves nothing in it.
 
 Contracts:
@@ -36,7 +36,6 @@ Contracts:
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -46,28 +45,25 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 from toolshim.capabilities.store import DocumentWrite, compact_json, document_text
+from toolshim.capabilities.stores.memory import MemoryDocuments
 from toolshim.errors import InvalidRequestError, StoreError
 from toolshim.responses_index import Documents, OwnerIndex, WriteBatch, head_key
 
 __all__ = [
     "ANONYMOUS",
     "BOOKKEEPING_DELAY",
-    "DEFAULT_LIMIT",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_RESPONSES",
     "DEFAULT_TTL",
     "MAX_RESPONSES_PER_KEY",
     "OWNER",
     "Documents",
-    "MemoryDocuments",
     "ResponseStore",
     "open_response_store",
 ]
 
 log = logging.getLogger("toolshim.server")
 
-DEFAULT_LIMIT = 1000
-"""How many responses :class:`MemoryDocuments` keeps at most."""
 DEFAULT_TTL = 30 * 24 * 3600.0
 """Seconds a stored response stays retrievable (OpenAI keeps them 30 days)."""
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
@@ -95,41 +91,6 @@ _EVICTED_BY_COUNT = (
     "it was evicted to keep the response store within its number of answers (the key holding "
     "the most loses its oldest first)"
 )
-
-
-class MemoryDocuments:
-    """Documents in this process only, the oldest evicted beyond ``limit``."""
-
-    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
-        self.limit = limit
-        self._items: OrderedDict[str, tuple[float | None, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def put_document(self, key: str, document: Any, *, ttl: float | None = None) -> None:
-        expires = time.time() + ttl if ttl is not None else None
-        with self._lock:
-            self._items.pop(key, None)
-            self._items[key] = (expires, json.loads(json.dumps(document)))
-            while len(self._items) > self.limit:
-                self._items.popitem(last=False)
-
-    def get_document(self, key: str) -> Any | None:
-        with self._lock:
-            entry = self._items.get(key)
-        if entry is None or (entry[0] is not None and entry[0] < time.time()):
-            return None
-        return entry[1]
-
-    def delete_document(self, key: str) -> bool:
-        with self._lock:
-            return self._items.pop(key, None) is not None
-
-    def write_documents(self, writes: Sequence[DocumentWrite]) -> None:
-        for write in writes:
-            if write.body is None:
-                self.delete_document(write.key)
-            else:
-                self.put_document(write.key, json.loads(write.body), ttl=write.ttl)
 
 
 def _size(value: Any) -> int:

@@ -11,9 +11,10 @@ import pytest
 
 from toolshim.capabilities.registry import Registry
 from toolshim.capabilities.store import DocumentWrite
+from toolshim.capabilities.stores.memory import MemoryDocuments
 from toolshim.capabilities.stores.sqlite import SQLiteStore
 from toolshim.errors import InvalidRequestError
-from toolshim.responses_store import MemoryDocuments, ResponseStore, open_response_store
+from toolshim.responses_store import ResponseStore, open_response_store
 
 USER = {"type": "message", "role": "user", "content": "hi"}
 

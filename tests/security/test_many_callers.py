@@ -528,8 +528,9 @@ async def test_healthz_shows_the_upstream_address_only_to_a_key_holder(keys: Acc
 
 
 def test_the_400_for_an_expired_or_store_evicted_response_says_which() -> None:
+    from toolshim.capabilities.stores.memory import MemoryDocuments
     from toolshim.errors import InvalidRequestError
-    from toolshim.responses_store import MemoryDocuments, ResponseStore
+    from toolshim.responses_store import ResponseStore
 
     documents = MemoryDocuments()
     store = ResponseStore(documents, ttl=3600)

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -26,12 +22,19 @@ from toolshim.capabilities.facts import (
     coerce_value,
 )
 from toolshim.capabilities.probe import DEFAULT_PROBE_TIMEOUT, probe_tools, record_probe
-from toolshim.capabilities.registry import (
-    ANY_UPSTREAM,
-    Registry,
-    fact_dict,
+from toolshim.capabilities.registry import ANY_UPSTREAM, fact_dict
+from toolshim.cli._common import registry_key
+from toolshim.cli._models_common import (
+    ApiKeyOpt,
+    JsonOpt,
+    ModelArg,
+    UpstreamOpt,
+    err,
+    flag,
+    guard,
+    need_upstream,
+    readable,
 )
-from toolshim.cli._common import fail, open_registry, registry_key
 from toolshim.cli._models_render import (
     ago,
     footer,
@@ -41,10 +44,10 @@ from toolshim.cli._models_render import (
     report_json,
     support_markup,
 )
-from toolshim.cli._options import RegistryOption, UpstreamApiKeyOption
-from toolshim.errors import ConfigError, StoreError, ToolshimError
+from toolshim.cli._options import RegistryOption
+from toolshim.errors import ConfigError
 from toolshim.local.server import EMBEDDED_KEY_PREFIX
-from toolshim.upstreams.openai_http import OpenAIUpstream, normalize_base_url
+from toolshim.upstreams.openai_http import OpenAIUpstream
 
 __all__ = ["models_app", "register"]
 
@@ -61,27 +64,6 @@ models_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def _flag(name: str, text: str, envvar: str | None = None) -> Any:
-    """A --name option without a shown default."""
-    return typer.Option(name, help=text, envvar=envvar, show_default=False)
-
-
-UpstreamOpt = Annotated[
-    str | None,
-    _flag(
-        "--upstream",
-        "Base URL of the OpenAI-compatible upstream, e.g. http://127.0.0.1:11434/v1.",
-        "TOOLSHIM_UPSTREAM",
-    ),
-]
-ApiKeyOpt = UpstreamApiKeyOption
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
-ModelArg = Annotated[str, typer.Argument(help="Model name as the upstream knows it.")]
-
-
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -108,7 +90,7 @@ def list_models(
     """
 
     def run() -> None:
-        with _readable(registry) as reg:
+        with readable(registry) as reg:
             key = registry_key(upstream) if upstream else None
             # An embedded model's key names no server to ask (it runs only inside a command).
             asks = key is not None and not key.startswith(EMBEDDED_KEY_PREFIX)
@@ -161,7 +143,7 @@ def list_models(
                     "`toolshim models probe MODEL` (one test request).[/]"
                 )
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("local")
@@ -209,7 +191,7 @@ def local_models(as_json: JsonOpt = False) -> None:
             )
         out.print(table)
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("show")
@@ -222,7 +204,7 @@ def show(
     """Why toolshim treats MODEL as it does: every fact, its source, its time, what it overrides."""
 
     def run() -> None:
-        with _readable(registry) as reg:
+        with readable(registry) as reg:
             key = registry_key(upstream) if upstream else ANY_UPSTREAM
             report = reg.explain(key, model)
             if as_json:
@@ -230,40 +212,40 @@ def show(
                 return
             print_report(report, reg)
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("set")
 def set_facts(
     model: ModelArg,
     tools: Annotated[
-        str | None, _flag("--tools", "Native tool calling: yes, no or unknown.")
+        str | None, flag("--tools", "Native tool calling: yes, no or unknown.")
     ] = None,
     dialect: Annotated[
-        str | None, _flag("--dialect", "Preferred emulation dialect (json, hermes, ...).")
+        str | None, flag("--dialect", "Preferred emulation dialect (json, hermes, ...).")
     ] = None,
     strategy: Annotated[
-        str | None, _flag("--strategy", "Preferred emulation strategy: single or decision.")
+        str | None, flag("--strategy", "Preferred emulation strategy: single or decision.")
     ] = None,
     constrain: Annotated[
         str | None,
-        _flag("--constrain", "Hold emulated replies to a JSON Schema: yes/no/unknown."),
+        flag("--constrain", "Hold emulated replies to a JSON Schema: yes/no/unknown."),
     ] = None,
     parallel_calls: Annotated[
-        str | None, _flag("--parallel-calls", "Several calls in one reply: yes/no/unknown.")
+        str | None, flag("--parallel-calls", "Several calls in one reply: yes/no/unknown.")
     ] = None,
     structured_output: Annotated[
-        str | None, _flag("--structured-output", "JSON-Schema response_format: yes/no/unknown.")
+        str | None, flag("--structured-output", "JSON-Schema response_format: yes/no/unknown.")
     ] = None,
     tool_choice: Annotated[
-        str | None, _flag("--tool-choice", "tool_choice honoured: yes/no/unknown.")
+        str | None, flag("--tool-choice", "tool_choice honoured: yes/no/unknown.")
     ] = None,
     context_window: Annotated[
-        int | None, _flag("--context-window", "Context window in tokens.")
+        int | None, flag("--context-window", "Context window in tokens.")
     ] = None,
     prefill: Annotated[
         str | None,
-        _flag(
+        flag(
             "--prefill",
             "The upstream continues an assistant message that ends a request (emulation then "
             "asks for more calls by continuing a reply of one): yes/no/unknown.",
@@ -271,7 +253,7 @@ def set_facts(
     ] = None,
     doubt: Annotated[
         str | None,
-        _flag(
+        flag(
             "--doubt",
             "Read a reply that opens with a call the model was unsure of as no call (the "
             "upstream must return logprobs; the bar was measured on Qwen2.5-Coder-0.5B): "
@@ -318,7 +300,7 @@ def set_facts(
                 f"{', '.join(available_dialects())}",
                 param="dialect",
             )
-        with _readable(registry) as reg:
+        with readable(registry) as reg:
             key = registry_key(upstream) if upstream else ANY_UPSTREAM
             for name, value in chosen.items():
                 reg.learn(key, model, name, value, Source.USER, detail=note)
@@ -332,7 +314,7 @@ def set_facts(
             out.print(f"stored for {model} at {scope} (source user): {settled}")
             print_report(report, reg)
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("probe")
@@ -357,8 +339,8 @@ def probe(
     """
 
     def run() -> None:
-        url = _need_upstream(upstream, "probe")
-        with _readable(registry) as reg:
+        url = need_upstream(upstream, "probe")
+        with readable(registry) as reg:
 
             async def go() -> Any:
                 client = OpenAIUpstream(url, api_key=api_key, timeout=timeout + 1)
@@ -368,7 +350,7 @@ def probe(
                     await client.aclose()
 
             if not as_json:
-                _err.print(f"probing {model} at {url} (up to {timeout:g} s)…")
+                err.print(f"probing {model} at {url} (up to {timeout:g} s)…")
             result = asyncio.run(go())
             standing = record_probe(reg, url, result) if save else None
             if as_json:
@@ -398,17 +380,17 @@ def probe(
             elif save:
                 out.print("nothing stored (an inconclusive probe says nothing about the model).")
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("forget")
 def forget(
     model: ModelArg,
     source: Annotated[
-        list[str] | None, _flag("--source", "Only facts from this source (repeatable).")
+        list[str] | None, flag("--source", "Only facts from this source (repeatable).")
     ] = None,
     fact: Annotated[
-        list[str] | None, _flag("--fact", "Only this fact, e.g. native_tools (repeatable).")
+        list[str] | None, flag("--fact", "Only this fact, e.g. native_tools (repeatable).")
     ] = None,
     upstream: UpstreamOpt = None,
     registry: RegistryOption = None,
@@ -424,7 +406,7 @@ def forget(
         names = [n.replace("-", "_") for n in fact] if fact else None
         for name in names or ():
             coerce_value(name, "unknown" if name != "context_window" else 1)
-        with _readable(registry) as reg:
+        with readable(registry) as reg:
             key = registry_key(upstream) if upstream else None
             removed = reg.forget(key, model, names=names, sources=sources)
             reg.flush()
@@ -436,7 +418,7 @@ def forget(
                 f"forgot {removed} fact{'s' if removed != 1 else ''} about {model} at {where}"
             )
 
-    _guard(run)
+    guard(run)
 
 
 @models_app.command("refresh")
@@ -444,7 +426,7 @@ def refresh(
     upstream: UpstreamOpt = None,
     registry: RegistryOption = None,
     api_key: ApiKeyOpt = None,
-    model: Annotated[list[str] | None, _flag("--model", "Only this model (repeatable).")] = None,
+    model: Annotated[list[str] | None, flag("--model", "Only this model (repeatable).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per upstream request.")] = DEFAULT_TIMEOUT,
     as_json: JsonOpt = False,
 ) -> None:
@@ -456,8 +438,8 @@ def refresh(
     """
 
     def run() -> None:
-        url = _need_upstream(upstream, "refresh")
-        with _readable(registry) as reg:
+        url = need_upstream(upstream, "refresh")
+        with readable(registry) as reg:
             done = 0
 
             def progress(found: DiscoveredModel) -> None:
@@ -469,10 +451,10 @@ def refresh(
                         if found.error
                         else f"{len(found.facts)} facts"
                     )
-                    _err.print(f"  [{done}] {found.name}: {state}")
+                    err.print(f"  [{done}] {found.name}: {state}")
 
             if not as_json:
-                _err.print(f"reading models at {url}…")
+                err.print(f"reading models at {url}…")
             started = time.perf_counter()
             discovery = asyncio.run(
                 discover(
@@ -492,45 +474,4 @@ def refresh(
                 out.print(f"[yellow]could not read[/] {problem}")
             footer(reg)
 
-    _guard(run)
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _guard(run: Callable[[], None]) -> None:
-    """Run a command body; a toolshim error becomes one line on stderr and exit status 1."""
-    try:
-        run()
-    except ToolshimError as exc:
-        fail(_err, exc.message, code=1)
-
-
-@contextmanager
-def _readable(where: str | Path | None) -> Iterator[Registry]:
-    """The registry ``--registry`` names (:func:`open_registry`), or StoreError when its store
-    cannot be used now (a shared store that is away): a command that shows the store must not
-    show an empty one instead, and one that writes it says so before it does anything (not
-    after, as writes it could not make)."""
-    with open_registry(where, _err) as registry:
-        if registry.outage is not None:
-            raise StoreError(registry.outage)
-        yield registry
-
-
-def _need_upstream(upstream: str | None, command: str) -> str:
-    """The base URL of the running server that ``command`` asks (ConfigError without one)."""
-    if not upstream:
-        raise ConfigError(
-            f"`toolshim models {command}` needs an upstream: pass --upstream URL or set "
-            "TOOLSHIM_UPSTREAM (e.g. http://127.0.0.1:11434/v1)",
-            param="upstream",
-        )
-    if registry_key(upstream).startswith(EMBEDDED_KEY_PREFIX):
-        raise ConfigError(
-            f"`toolshim models {command}` needs the URL of a running server, not the embedded "
-            f"model's registry key {upstream.strip()!r}; what the embedded server says about "
-            "its model is recorded each time it starts",
-            param="upstream",
-        )
-    return normalize_base_url(upstream)
+    guard(run)

@@ -3,5 +3,6 @@
 from toolshim.engine.api import Answer
 from toolshim.engine.engine import Engine
 from toolshim.engine.options import EngineOptions
+from toolshim.engine.turn import RESCUED_WARNING
 
-__all__ = ["Answer", "Engine", "EngineOptions"]
+__all__ = ["RESCUED_WARNING", "Answer", "Engine", "EngineOptions"]

@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from toolshim.engine.turn import RESCUED_WARNING
+from toolshim.engine import RESCUED_WARNING
 from toolshim.types import ChatRequest, Completion, Metadata, StreamChunk
 from toolshim.upstreams.base import Upstream, WrappedUpstream
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolshim.responses_store import MemoryDocuments, ResponseStore, open_response_store
+from toolshim.capabilities.stores.memory import MemoryDocuments
+from toolshim.responses_store import ResponseStore, open_response_store
 from toolshim.types import ChatRequest, Completion, Metadata
 from toolshim.wire.base import Decoded
 from toolshim.wire.openai_chat import CODEC as CHAT

@@ -26,7 +26,7 @@ from toolshim.dialects._native import (
     read_kimi,
 )
 from toolshim.dialects._scan import OPEN
-from toolshim.dialects.interpret import interpret_python
+from toolshim.dialects.python_calls import interpret_python
 from toolshim.dialects.segments import calls_segment
 
 __all__ = ["LineHost", "name_before", "read_bare_call", "read_named"]

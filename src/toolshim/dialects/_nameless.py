@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolshim.dialects.calls import ParsedCall, ToolIndex
-from toolshim.dialects.interpret import interpret_python
+from toolshim.dialects.python_calls import interpret_python
 
 __all__ = ["lone_list_calls"]
 

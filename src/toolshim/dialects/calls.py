@@ -69,7 +69,7 @@ class ParsedCall:
     waits_for: tuple[str, ...] = ()
     """The tools whose calls were written as its arguments (``convert(amount=price("TSLA"))``):
     it needs their results first. Its ``arguments`` are the others; the calls it waits for
-    come before it in the reply (:func:`toolshim.dialects.interpret.interpret_python`)."""
+    come before it in the reply (:func:`toolshim.dialects.python_calls.interpret_python`)."""
 
     def __post_init__(self) -> None:
         if self.problem is None:

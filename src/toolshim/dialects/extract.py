@@ -73,10 +73,10 @@ from toolshim.dialects._tags import (
 from toolshim.dialects._values import repair_quotes
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import MARKUPS, Interpretation, ParsedCall, ToolIndex
-from toolshim.dialects.interpret import (
+from toolshim.dialects.interpret import interpret_value
+from toolshim.dialects.python_calls import (
     call_list_problem,
     interpret_python,
-    interpret_value,
     shared_keyword_calls,
 )
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments

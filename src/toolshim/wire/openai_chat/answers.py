@@ -132,7 +132,6 @@ def _whole_choice_to_dict(choice: Choice) -> dict[str, Any]:
 _DELTA_FIELDS = frozenset({"role", "content", "tool_calls"})
 _CALL_DELTA_FIELDS = frozenset({"index", "id", "type", "function"})
 _CHOICE_FIELDS = frozenset({"index", "delta", "finish_reason"})
-_EVENT_FIELDS = frozenset({"choices", "usage", "model"})
 
 
 def chunk_from_dict(data: Mapping[str, Any]) -> StreamChunk:

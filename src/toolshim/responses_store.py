@@ -3,8 +3,9 @@
 Each stored response lives under ``response:<id>`` in the capability registry's bounded
 document store (:attr:`toolshim.capabilities.registry.Registry.documents`: the same SQLite file,
 or the PostgreSQL or Redis store several replicas share), so a response survives a restart. A
-registry without a document store keeps them in memory (:class:`~toolshim.capabilities.stores.memory.MemoryDocuments`). A request
-with ``store: false`` leaves nothing in it.
+registry without a document store keeps them in memory
+(:class:`~toolshim.capabilities.stores.memory.MemoryDocuments`). A request with
+``store: false`` leaves nothing in it.
 
 Contracts:
 
@@ -98,11 +99,13 @@ def _size(value: Any) -> int:
 
 
 class ResponseStore:
-    """Responses by id and owner: what ``previous_response_id`` continues from."""
+    """Responses by id and owner: what ``previous_response_id`` continues from, kept in
+    ``documents`` (None: in this process only, a
+    :class:`~toolshim.capabilities.stores.memory.MemoryDocuments`)."""
 
     def __init__(
         self,
-        documents: Documents,
+        documents: Documents | None = None,
         *,
         ttl: float | None = DEFAULT_TTL,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
@@ -112,7 +115,7 @@ class ResponseStore:
         max_responses: int | None = DEFAULT_MAX_RESPONSES,
         delay: float = BOOKKEEPING_DELAY,
     ) -> None:
-        self.documents = documents
+        self.documents = documents if documents is not None else MemoryDocuments()
         self.ttl = ttl
         self.max_bytes = max_bytes or None
         """Bytes stored in all (None: no bound beyond the document store's own)."""
@@ -486,4 +489,4 @@ def open_response_store(registry: Any, **bounds: Any) -> ResponseStore:
     if documents is not None:
         return ResponseStore(documents, **bounds)
     log.warning("the capability store keeps no documents: responses are kept in memory only")
-    return ResponseStore(MemoryDocuments(), **bounds)
+    return ResponseStore(**bounds)

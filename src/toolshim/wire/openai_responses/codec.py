@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolshim.capabilities.stores.memory import MemoryDocuments
 from toolshim.responses_store import ResponseStore, open_response_store
 from toolshim.types import ChatRequest, Completion, Metadata
 from toolshim.wire.base import Decoded
@@ -51,7 +50,7 @@ class ResponsesCodec:
     name = "responses"
 
     def __init__(self, store: ResponseStore | None = None) -> None:
-        self.store = store or ResponseStore(MemoryDocuments())
+        self.store = store or ResponseStore()
 
     def for_engine(self, engine: Engine, **bounds: Any) -> ResponsesCodec:
         """The codec for one proxy app: responses kept beside ``engine``'s registry, held to

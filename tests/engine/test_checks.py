@@ -47,6 +47,7 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "answered_repeats",
         "made_up",
         "unused_numbers",
+        "local_names",
     ]
     assert [c.name for c in CHECKS if c.native] == ["repeats_in_reply", "schema"]
     assert [c.name for c in CONTINUED] == [

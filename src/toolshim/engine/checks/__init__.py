@@ -19,6 +19,7 @@ checks run in this order, each on the calls the ones before it left::
     answered_repeats          a call whose result is in (re-asks once; then answer now)
     made_up                   values nobody gave (held back, or re-asks once)
     unused_numbers            numbers the user gave that no call uses (re-asks once)
+    local_names               a path where the tool's doc takes a name: into its folder first
 
 ``N``: it also runs on a native reply's calls (:mod:`toolshim.engine.native`,
 :mod:`toolshim.engine.relay`), which are held to the request's rules, not to the prompt's.
@@ -46,6 +47,7 @@ from toolshim.engine.checks import (
     example_copies,
     file_syntax,
     first_step,
+    local_names,
     made_up,
     number_content,
     ordered_steps,
@@ -80,6 +82,7 @@ CHECKS: tuple[Check, ...] = (
     answered_repeats.CHECK,
     made_up.CHECK,
     unused_numbers.CHECK,
+    local_names.CHECK,
 )
 """Every check, in the order they run (see the module docstring)."""
 

@@ -92,6 +92,21 @@ async def test_a_path_becomes_the_walk_into_its_folder_then_the_name() -> None:
     assert len(seen) == 1
 
 
+async def test_streamed_the_same() -> None:
+    upstream, _ = replying("[cat(file_name='archive/log.txt')]")
+    streamed: dict[int, list[str]] = {}
+    request = {**body("Show me archive's log.txt.", FILES), "stream": True}
+    async for chunk in engine_for(upstream).astream(request):
+        for delta in chunk.tool_calls:
+            call = streamed.setdefault(delta.index, ["", ""])
+            call[0] += delta.name or ""
+            call[1] += delta.arguments or ""
+    assert [(n, json.loads(a)) for n, a in streamed.values()] == [
+        ("cd", {"folder": "archive"}),
+        ("cat", {"file_name": "log.txt"}),
+    ]
+
+
 async def test_one_folder_level_at_a_time_and_never_twice_in_a_reply() -> None:
     upstream, _ = replying(
         "[cp(source='./projects/photography/test_image1.jpg', "

@@ -59,6 +59,13 @@ LATER = {"role": "user", "content": "Now create report.txt, and post 'report rea
         ),
         (
             [*EARLIER, LATER],
+            "I'm sorry, but I cannot access or create files on your computer.",
+            "touch(file_name='report.txt')]",
+            [("touch", {"file_name": "report.txt"})],
+            "a refusal",
+        ),
+        (
+            [*EARLIER, LATER],
             "The file notes.txt was created in the current directory. Anything else?",
             "touch(file_name='report.txt')]",
             [("touch", {"file_name": "report.txt"})],
@@ -73,7 +80,7 @@ LATER = {"role": "user", "content": "Now create report.txt, and post 'report rea
             "a promise",
         ),
     ],
-    ids=["promise", "later-refusal", "previous-answer", "made-up-call"],
+    ids=["promise", "later-refusal", "refused-access", "previous-answer", "made-up-call"],
 )
 async def test_an_answer_instead_of_the_step_is_opened_as_a_call(
     messages: list[dict[str, Any]],

@@ -4,7 +4,9 @@ again.
 On BFCL's multi-turn file system, the 1.5B answered requests its tools do with words and no
 call: a promise ("Sure, I'll initiate a file creation in our communal folder and label it as
 'Annual_Report_2023.docx'.", three turns running), a refusal of a later request its tools
-cover ("I'm sorry, but I can't assist with that." asked to post on the Twitter API it had), or
+cover ("I'm sorry, but I can't assist with that." asked to post on the Twitter API it had;
+"I'm sorry, but I cannot access or view files on your computer." asked for a file it had
+``cat`` for), or
 its previous turn's answer again, word for word, whatever the new question ("The current
 working directory is academic_venture. …" for "list every project that has goal in its file
 name").
@@ -33,7 +35,7 @@ _PROMISE = re.compile(
 )
 _REFUSAL = re.compile(
     r"\A\W*(?:I'm sorry|I am sorry|I apologi[sz]e|sorry)\b[^.\n]{0,40}?"
-    r"\b(?:can't|cannot|can not|unable to|not able to)\s+(?:assist|help|do|perform|complete)\b",
+    r"\b(?:can't|cannot|can not|unable to|not able to)\s+\w+",
     re.IGNORECASE,
 )
 _LONGEST = 400

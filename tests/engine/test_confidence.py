@@ -175,32 +175,6 @@ async def test_after_tool_results_the_opening_is_not_judged() -> None:
     assert "logprobs" not in upstream.history[0]
 
 
-async def test_a_later_request_in_a_conversation_that_used_tools_is_not_judged() -> None:
-    upstream = FakeUpstream([opened(UNSURE)])
-    request = ask("Weather in Paris?")
-    request["messages"] = [
-        {"role": "user", "content": "Weather in Lyon?"},
-        *called("get_weather", '{"city": "Lyon"}', "18°C"),
-        {"role": "assistant", "content": "It is 18°C in Lyon."},
-        *request["messages"],
-    ]
-    completion = await engine(upstream).acomplete(request)
-    assert [c.name for c in completion.tool_calls] == ["get_weather"]
-    assert "logprobs" not in upstream.history[0]
-
-
-async def test_a_later_request_after_talk_alone_is_judged() -> None:
-    upstream = FakeUpstream([opened(UNSURE), ANSWER])
-    request = ask("Freezing point of water?")
-    request["messages"] = [
-        {"role": "user", "content": "Hi!"},
-        {"role": "assistant", "content": "Hello! How can I help?"},
-        *request["messages"],
-    ]
-    completion = await engine(upstream).acomplete(request)
-    assert completion.message.text == ANSWER and not completion.tool_calls
-
-
 async def test_a_reply_that_opens_in_prose_is_not_judged() -> None:
     prose_first = "Let me check.\n" + CALL
     upstream = FakeUpstream([opened({"Let": 0.5, "<tool_call>": 0.3, "The": 0.2}, prose_first)])

@@ -27,11 +27,6 @@ It is judged only where that weighing is the model's own and its result is the w
 * it is the turn's first attempt (a re-ask told the model to fix a call), and the request's
   last message is the user's (after tool results, calling again or answering is another
   decision, with its own checks);
-* no tool has been called in the conversation yet: in one that has used its tools, a new
-  request is most likely another job for them. On BFCL's multi-turn file system the 1.5B's
-  later requests opened with a call 48–56% likely were answered without tools, with a refusal
-  ("I apologize, but I cannot assist with that request.") or a restated error, where the call
-  was the step;
 * the reply opens with the call: a reply that begins in prose and then calls has chosen its
   call on its own, later; it is not judged.
 
@@ -83,7 +78,6 @@ def judged(turn: Turn, first_attempt: bool) -> bool:
         and request.choice.kind == "auto"
         and bool(request.messages)
         and request.messages[-1].role == "user"
-        and not any(m.tool_calls for m in request.messages)
     )
 
 

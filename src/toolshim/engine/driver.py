@@ -42,7 +42,6 @@ from toolshim.engine.look_written import look_call, looked_content
 from toolshim.engine.next_step import tries_next_step
 from toolshim.engine.plans import described_tool, tries_planned_step
 from toolshim.engine.turn import Turn
-from toolshim.engine.unfulfilled import unfulfilled
 from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
 from toolshim.engine.validate import reask_message
 from toolshim.errors import ToolCallError
@@ -397,11 +396,7 @@ def driver_for(turn: Turn) -> TurnDriver:
             described_tool(turn, answer) is not None
             or (
                 turn.can_open
-                and bool(
-                    invented_numbers(turn, answer)
-                    or borrowed_numbers(turn, answer)
-                    or unfulfilled(turn, answer)
-                )
+                and bool(invented_numbers(turn, answer) or borrowed_numbers(turn, answer))
             )
         ),
     )

@@ -59,7 +59,6 @@ from toolshim.engine.plans import (
     tries_planned_step,
 )
 from toolshim.engine.turn import Turn, call_key
-from toolshim.engine.unfulfilled import unfulfilled
 from toolshim.errors import ToolshimError
 from toolshim.types import ChatRequest, Completion, Message
 
@@ -199,8 +198,7 @@ async def _invented_step(
     values are in the conversation; None otherwise (the answer stands)."""
     invented = invented_numbers(turn, answer) if turn.can_open else ()
     borrowed = () if invented or not turn.can_open else borrowed_numbers(turn, answer)
-    instead = None if invented or borrowed or not turn.can_open else unfulfilled(turn, answer)
-    prefill = turn.dialect.call_opening(None) if invented or borrowed or instead else None
+    prefill = turn.dialect.call_opening(None) if invented or borrowed else None
     if prefill is None:
         return None
     call = await _opened_step(turn, extra, body, prefill)
@@ -208,12 +206,6 @@ async def _invented_step(
         return None
     if call_key(call.name, call.arguments_json) in turn.answered_results:
         return None  # the earlier question's call again: the answer stands
-    if instead is not None:
-        turn.warn(
-            f"the model answered with {instead} where the request asked for a step; "
-            f"opened as a call, it wrote {call.name!r}"
-        )
-        return call
     where = (
         "no message or result gives"
         if invented

@@ -31,14 +31,6 @@ from typing import Any
 
 import httpx
 
-QUESTIONS = {
-    "none-hamlet": ("Who wrote the play Hamlet?", "shakespeare"),
-    "none-gold": ("What is the chemical symbol for gold?", "Au"),
-    "none-spider": ("How many legs does a spider have?", "8|eight"),
-    "none-colours": ("What colour do you get when you mix blue and yellow?", "green"),
-    "none-spanish": ("How do you say 'thank you' in Spanish?", "gracias"),
-    "none-planet": ("Which planet is the largest in our solar system?", "jupiter"),
-}
 SYSTEMS = (
     None,
     "You are a helpful assistant.",
@@ -54,21 +46,23 @@ def _post(upstream: str, body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def knowledge(upstream: str) -> None:
-    import re
+    from toolshim.evaluation.agent_tasks import load_agent_tasks
 
+    # The suite's own no-tool questions, judged by the suite's own check of the answer.
+    tasks = [t for t in load_agent_tasks(["no_tool"]) if t.style == "text"]
     for system in SYSTEMS:
         right = 0
-        for task, (question, expect) in QUESTIONS.items():
+        for task in tasks:
             messages = [{"role": "system", "content": system}] if system else []
-            messages.append({"role": "user", "content": question})
+            messages.append({"role": "user", "content": task.question})
             body = {"model": "m", "messages": messages, "temperature": 0, "max_tokens": 80}
             answer = _post(upstream, body)["choices"][0]["message"]["content"] or ""
-            ok = bool(re.search(expect, answer, re.IGNORECASE))
+            ok = task.correct(answer, called=False)
             right += ok
             print(
-                f"{system or '(template default)'!s:.30} | {task:13} | {'ok ' if ok else 'BAD'} | {answer[:70]!r}"
+                f"{system or '(template default)'!s:.30} | {task.id:18} | {'ok ' if ok else 'BAD'} | {answer[:70]!r}"
             )
-        print(f"== {right}/{len(QUESTIONS)} right with system {system!r}\n")
+        print(f"== {right}/{len(tasks)} right with system {system!r}\n")
 
 
 def _describe(tool: Mapping[str, Any]) -> str:
@@ -126,8 +120,7 @@ def _items(report: str, config: str, agent_report: str | None, limit: int) -> li
         for row in json.loads(Path(agent_report).read_text())["tasks"]:
             if row["correct"] and row["tool_calls"] and row["style"] == "text":
                 name, _, arguments = row["tool_calls"][0].partition("(")
-                task = tasks[row["task_id"]]
-                question = task.question if isinstance(task.question, str) else task.question[0]
+                question = tasks[row["task_id"]].question
                 call = {"name": name, "arguments": arguments[:-1]}
                 spec = TOOLS[name].spec()["function"]
                 right.insert(

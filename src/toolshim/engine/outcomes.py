@@ -1,5 +1,6 @@
-"""The calls made since the user's last message and how each came out: one walk of the
-history for the checks that ask what failed (:mod:`.plans`, :mod:`.unreported`)."""
+"""The calls made since the user's last message (or in the whole conversation) and how each
+came out: one walk of the history for the checks that ask what failed (:mod:`.plans`,
+:mod:`.unreported`) and where the conversation went (:mod:`.checks.local_names`)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ class Outcome:
     """Its result is not an error (:func:`~toolshim.engine.history.is_error_result`)."""
 
 
-def call_outcomes(messages: Sequence[Message]) -> list[Outcome]:
-    """Each call since the user's last message that has a result, in the results' order."""
-    start = request_index(messages)
+def call_outcomes(messages: Sequence[Message], *, whole: bool = False) -> list[Outcome]:
+    """Each call since the user's last message that has a result, in the results' order;
+    ``whole``: each call of the conversation that has one."""
+    start = -1 if whole else request_index(messages)
     if start is None:
         return []
     made: dict[str, tuple[int, str, Any]] = {}

@@ -32,29 +32,33 @@ model wrote them (a path a tool returned is no made-up value), this one sends th
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine.checks.base import PASS, Check, CheckedReply, Outcome, Reask, Revise
-from toolshim.engine.history import is_error_result
+from toolshim.engine.outcomes import call_outcomes
 from toolshim.types import ChatRequest, ToolSpec
 
 __all__ = ["CHECK", "change_directory_tool", "local_parameters"]
 
-_LOCAL_PHRASE = (
+_LOCAL = re.compile(
     r"no (?:file )?paths? (?:is |are )?allowed"
-    r"|cannot be a path|must not be a path|(?:is |are )?not allowed to be a path"
+    r"|cannot be a path|must not be a path|not allowed to be a path"
     r"|must be local to the current (?:working )?directory"
     r"|(?:from|at) (?:the )?current (?:working )?directory"
 )
-_LOCAL = re.compile(_LOCAL_PHRASE, re.IGNORECASE)
+"""Read in lower-cased text: a case-blind search of a coding agent's long tool descriptions,
+on every reply, cost three times as much."""
 _SENTENCE = re.compile(r"[^.!?]*(?:[.!?]|$)")
 _CHANGES_DIRECTORY = re.compile(
     r"\bchange(?:s)? (?:the )?(?:current )?(?:working )?(?:directory|folder)\b", re.IGNORECASE
 )
+
+
+def _restricts(text: str) -> bool:
+    return _LOCAL.search(text.lower()) is not None
 
 
 def local_parameters(tool: ToolSpec) -> tuple[str, ...]:
@@ -71,12 +75,15 @@ def local_parameters(tool: ToolSpec) -> tuple[str, ...]:
     found: list[str] = []
     for name in names:
         text = str(properties[name].get("description", ""))
-        if _LOCAL.search(text):
+        if _restricts(text):
             found.append(name)
-    for sentence in _SENTENCE.findall(tool.description):
-        if _LOCAL.search(sentence):
-            words = set(re.findall(r"\w+", sentence.lower()))
-            found += [name for name in names if name.lower() in words]
+    # The sentences are read only when the description says it somewhere: a coding agent's
+    # tools carry descriptions of thousands of characters, read on every reply.
+    if _restricts(tool.description):
+        for sentence in _SENTENCE.findall(tool.description):
+            if _restricts(sentence):
+                words = set(re.findall(r"\w+", sentence.lower()))
+                found += [name for name in names if name.lower() in words]
     return tuple(dict.fromkeys(found))
 
 
@@ -110,19 +117,14 @@ def _folders(value: str) -> tuple[list[str], str] | None:
 def _entered(request: ChatRequest, cd: tuple[str, str]) -> list[str]:
     """The folders the conversation went into with the change-directory tool (answered
     without an error), ``..`` climbing back out, as far as the conversation tells."""
-    results = {m.tool_call_id: m.text for m in request.messages if m.role == "tool"}
     path: list[str] = []
-    for message in request.messages:
-        for call in message.tool_calls:
-            if call.name != cd[0] or is_error_result(results.get(call.id, "")):
-                continue
-            try:
-                arguments = json.loads(call.arguments or "{}")
-            except ValueError:
-                continue
-            folder = arguments.get(cd[1]) if isinstance(arguments, dict) else None
-            if isinstance(folder, str):
-                _walk(path, folder)
+    for outcome in call_outcomes(request.messages, whole=True):
+        arguments = outcome.arguments
+        if outcome.name != cd[0] or not outcome.worked or not isinstance(arguments, dict):
+            continue
+        folder = arguments.get(cd[1])
+        if isinstance(folder, str):
+            _walk(path, folder)
     return path
 
 
@@ -153,7 +155,7 @@ def _rule(tool: ToolSpec, parameter: str) -> str:
         sentence.strip()
         for text in (str(schema.get("description", "")), tool.description)
         for sentence in _SENTENCE.findall(text)
-        if _LOCAL.search(sentence)
+        if _restricts(sentence)
     ]
     found.sort(key=lambda sentence: "path" not in sentence.lower())
     return found[0] if found else "it takes a name in the current directory"
@@ -162,7 +164,8 @@ def _rule(tool: ToolSpec, parameter: str) -> str:
 def _run(reply: CheckedReply) -> Outcome:
     request = reply.turn.request
     tools = {t.name: t for t in request.function_tools}
-    if not any(local_parameters(t) for t in tools.values()):
+    restricted = {name: found for name, t in tools.items() if (found := local_parameters(t))}
+    if not restricted:
         return PASS
     cd = change_directory_tool(tuple(tools.values()))
     path = _entered(request, cd) if cd else []
@@ -179,7 +182,7 @@ def _run(reply: CheckedReply) -> Outcome:
         if tool is None or call.problem or not isinstance(arguments, Mapping):
             out.append(call)
             continue
-        local = [p for p in local_parameters(tool) if isinstance(arguments.get(p), str)]
+        local = [p for p in restricted.get(call.name, ()) if isinstance(arguments.get(p), str)]
         split = {p: _folders(arguments[p]) for p in local}
         pathed = [p for p in local if split[p] is not None or "/" in arguments[p]]
         if not pathed:
@@ -202,8 +205,7 @@ def _run(reply: CheckedReply) -> Outcome:
         folders = list(shared.pop())
         enter = _still_to_enter(path, folders)
         steps = [ParsedCall(cd[0], {cd[1]: folder}) for folder in enter]
-        for folder in enter:
-            path.append(folder)
+        path += enter
         changed = dict(arguments)
         for p in local:
             names = split[p]

@@ -270,6 +270,48 @@ async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_que
     assert 'The question now is: "And in Oslo?"' in reask
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_done_repeat_beside_a_new_call_is_dropped_not_reasked(stream: bool) -> None:
+    """The 1.5B wrote the cd of an earlier question again beside the new question's cp; told
+    so, it wrote both again and the turn was answered without tools. The new call is sent."""
+    both = (
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}},'
+        ' {"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
+    )
+    upstream = FakeUpstream([both])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    body = answered()
+    body["messages"] += [
+        {"role": "assistant", "content": "It is sunny in Paris."},
+        {"role": "user", "content": "And in Oslo?"},
+    ]
+    out = await serve(engine, body, stream)
+    assert [json.loads(c["arguments"]) for c in out.calls.values()] == [{"city": "Oslo"}]
+    assert upstream.calls == 1 and out.meta is not None
+    assert any(
+        "dropped get_weather: repeated from an earlier question" in w for w in out.meta.warnings
+    )
+
+
+async def test_a_failed_repeat_beside_a_new_call_is_not_dropped() -> None:
+    """A repeat whose result was an error may be the retry the new question asks for."""
+    both = (
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}},'
+        ' {"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
+    )
+    upstream = FakeUpstream([both, "No weather data."])
+    engine = Engine(upstream, mode="force", registry=":memory:")
+    body = answered(result=False)
+    body["messages"] += [
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: no weather data"},
+        {"role": "assistant", "content": "Paris failed."},
+        {"role": "user", "content": "Try Paris again, and Oslo too."},
+    ]
+    await serve(engine, body, False)
+    reask = upstream.history[1]["messages"][-1]["content"]  # re-asked, as before
+    assert 'you already called get_weather({"city": "Paris"}) for an earlier question' in reask
+
+
 async def test_a_repeated_call_that_failed_is_reasked_to_fix_the_cause_not_to_answer() -> None:
     """BFCL's file system: the 0.5B repeated a failed cat() where a cd() first would fix it."""
     again = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'

@@ -39,7 +39,7 @@ from toolshim.engine.files_named import untagged
 from toolshim.engine.focus import without_environment
 from toolshim.engine.invented import borrowed_numbers, invented_numbers
 from toolshim.engine.look_written import look_call, looked_content
-from toolshim.engine.next_step import tries_next_step
+from toolshim.engine.next_step import EMPTY_WARNING, tries_next_step
 from toolshim.engine.plans import described_tool, tries_planned_step
 from toolshim.engine.turn import Turn
 from toolshim.engine.unreported import UNREPORTED_WARNING, reports_failure, unrecovered_errors
@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 FORMAT_WARNING = "answered again without tools, in the caller's response_format"
-EMPTY_WARNING = "the reply was empty; answered again without tools"
 
 
 @dataclass(frozen=True)
@@ -136,9 +135,12 @@ class NextStep:
 
 @dataclass(frozen=True)
 class AnswerWithoutTools:
-    """Ask for the answer without tool instructions (no call may be returned as it)."""
+    """Ask for the answer without tool instructions (no call may be returned as it).
+    ``empty``: the reply was empty; the path first opens the call it may have skipped
+    (:func:`~toolshim.engine.next_step.skipped_call`), which warns either way."""
 
     warning: str | None = None
+    empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,8 +282,9 @@ class TurnDriver:
                 return AnswerWithoutTools()  # declined without answering
             if attempt.finish != "length":
                 # Nothing at all (a reply that began with a made-up result ends at its stop
-                # sequence): an empty answer is no answer; ask for one without tools.
-                return AnswerWithoutTools(EMPTY_WARNING)
+                # sequence): an empty answer is no answer; the call it skipped, or an answer
+                # asked for without tools.
+                return AnswerWithoutTools(empty=True)
         if self.answered and attempt.prose.strip():
             return ReturnText(self.answered, attempt.finish)  # the answer before the check
         if not attempt.sent and self.silent_on_failure(attempt.prose, attempt.finish):

@@ -295,9 +295,13 @@ async def emulate(turn: Turn) -> Completion:
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")
-            case steps.AnswerWithoutTools():
+            case steps.AnswerWithoutTools(empty=empty):
                 step = await step_before_giving_up(
-                    turn, driver.messages, partial(emulation_request, turn), attempt.prose
+                    turn,
+                    driver.messages,
+                    partial(emulation_request, turn),
+                    attempt.prose,
+                    empty=empty,
                 )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")

@@ -278,9 +278,13 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 if text := gate.flush(text):
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason="length")
-            case steps.AnswerWithoutTools():
+            case steps.AnswerWithoutTools(empty=empty):
                 step = await step_before_giving_up(
-                    turn, driver.messages, partial(emulation_request, turn), attempt.prose
+                    turn,
+                    driver.messages,
+                    partial(emulation_request, turn),
+                    attempt.prose,
+                    empty=empty,
                 )
                 if step is not None:
                     for chunk in call_chunks([step]):

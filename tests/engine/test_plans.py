@@ -395,3 +395,45 @@ async def test_the_value_a_failed_step_lacked_is_written_for_the_model(
         assert made == [("get_weather", {"city": "Cairo"})]
     else:
         assert made == []  # it wrote `")]`: a call with an empty city, not a new call
+
+
+SHELL_TOOLS = [
+    function_tool("ls", "List the current directory's files", a="boolean"),
+    function_tool("cd", "Change the current directory", folder="string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # The 1.5B, asked in BFCL's multi-turn to list a folder "using the terminal interface".
+        (
+            "To display all the files, hidden ones too, you can use the `ls` command in the "
+            "terminal: `ls -a`.",
+            [("ls", {"a": True})],
+        ),
+        # A name of two letters is named only as code: "use cd" is not a call of cd.
+        ("You could use cd to go there, and ls to look around.", []),
+        ("Calls and lists are fine.", []),
+    ],
+    ids=["code", "prose", "letters"],
+)
+async def test_a_short_tool_name_counts_only_as_code(
+    answer: str, expected: list[tuple[str, Any]]
+) -> None:
+    seen: list[dict[str, Any]] = []
+    engine = engine_for(FunctionUpstream(prefilling(answer, "a=True)]", seen)))
+    body = {
+        "model": "small",
+        "tools": SHELL_TOOLS,
+        "messages": [
+            {"role": "user", "content": "Make a folder named notes."},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Show every file in this folder, hidden ones too."},
+        ],
+    }
+    completion = await engine.acomplete(body)
+    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
+    assert made == expected
+    if not expected:
+        assert completion.message.text == answer and len(seen) == 1

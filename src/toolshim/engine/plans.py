@@ -257,8 +257,9 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     """An offered tool the ``answer`` tells the user to call, not called since the user's
     last message: asked for the weather "where I'm going" (Tokyo, said a turn before), the
     1.5B answered "To get the weather for Tokyo, you can call the `get_weather` function with
-    the city name "Tokyo"." Named as code (```get_weather``, ``get_weather(``) or as what to
-    call or use; the first named wins. Not in a coding agent's turn (its answers name its
+    the city name "Tokyo"." Named as code (```get_weather``, ```get_weather --x``,
+    ``get_weather(``) or as what to call or use; a name of one or two letters (``ls``) only
+    as code; the first named wins. Not in a coding agent's turn (its answers name its
     tools to explain). Tried and not kept: a fenced block's command or a bracketed line
     naming a tool (BFCL's file system, ```sh grep …```, ``[mv log.txt archive]``): the 1.5B
     then made the calls, which failed for want of a ``cd`` (0/5 multi-turn cases either way,
@@ -270,14 +271,15 @@ def described_tool(turn: Turn, answer: str) -> str | None:
     called = {c.name for m in messages[(start or 0) + 1 :] for c in m.tool_calls}
     found: list[tuple[int, str]] = []
     for tool in turn.request.function_tools:
-        if tool.name in called or len(tool.name) < 3:
+        if tool.name in called:
             continue
         name = re.escape(tool.name)
-        named = re.search(
-            rf"`{name}`|`?\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b",
-            answer,
-            re.IGNORECASE,
-        )
+        # A name of one or two letters (``ls``, ``cd``, ``wc``) only as code: "you can use the
+        # `ls` command" (the 1.5B, asked to list a folder's files "using the terminal
+        # interface"), not "use cd" nor a word's letters.
+        code = rf"`{name}[`\s]|`{name}\s*\("
+        words = rf"|\b{name}\s*\(|\b(call|use|using|calling|invoke|run)\s+(the\s+)?`?{name}\b"
+        named = re.search(code if len(tool.name) < 3 else code + words, answer, re.IGNORECASE)
         if named:
             found.append((named.start(), tool.name))
     return min(found)[1] if found else None

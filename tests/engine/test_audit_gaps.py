@@ -248,15 +248,16 @@ async def test_an_emulated_repeat_of_a_call_that_worked_is_answered_from_the_res
     assert any("answered from the results without tools" in w for w in out.meta.warnings)
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_question(
-    stream: bool,
-) -> None:
-    """Asked "And in Oslo?" after Paris's weather, the 0.5B wrote Paris's call again and,
-    answered from the results at once, gave Oslo Paris's weather."""
-    paris = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
-    oslo = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
-    upstream = FakeUpstream([paris, oslo])
+PARIS_AND_OSLO = (
+    '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}},'
+    ' {"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
+)
+
+
+async def and_in_oslo(replies: list[str], stream: bool) -> tuple[FakeUpstream, Assembled]:
+    """ "And in Oslo?" after Paris's weather, answered with ``replies``; the reply must be
+    Oslo's call."""
+    upstream = FakeUpstream(replies)
     engine = Engine(upstream, mode="force", registry=":memory:")
     body = answered()
     body["messages"] += [
@@ -265,6 +266,18 @@ async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_que
     ]
     out = await serve(engine, body, stream)
     assert [json.loads(c["arguments"]) for c in out.calls.values()] == [{"city": "Oslo"}]
+    return upstream, out
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_question(
+    stream: bool,
+) -> None:
+    """Asked "And in Oslo?" after Paris's weather, the 0.5B wrote Paris's call again and,
+    answered from the results at once, gave Oslo Paris's weather."""
+    paris = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}}]}'
+    oslo = '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
+    upstream, _ = await and_in_oslo([paris, oslo], stream)
     reask = upstream.history[1]["messages"][-1]["content"]
     assert 'you already called get_weather({"city": "Paris"}) for an earlier question' in reask
     assert 'The question now is: "And in Oslo?"' in reask
@@ -274,19 +287,7 @@ async def test_a_repeat_of_an_earlier_questions_call_is_reasked_with_the_new_que
 async def test_a_done_repeat_beside_a_new_call_is_dropped_not_reasked(stream: bool) -> None:
     """The 1.5B wrote the cd of an earlier question again beside the new question's cp; told
     so, it wrote both again and the turn was answered without tools. The new call is sent."""
-    both = (
-        '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}},'
-        ' {"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
-    )
-    upstream = FakeUpstream([both])
-    engine = Engine(upstream, mode="force", registry=":memory:")
-    body = answered()
-    body["messages"] += [
-        {"role": "assistant", "content": "It is sunny in Paris."},
-        {"role": "user", "content": "And in Oslo?"},
-    ]
-    out = await serve(engine, body, stream)
-    assert [json.loads(c["arguments"]) for c in out.calls.values()] == [{"city": "Oslo"}]
+    upstream, out = await and_in_oslo([PARIS_AND_OSLO], stream)
     assert upstream.calls == 1 and out.meta is not None
     assert any(
         "dropped get_weather: repeated from an earlier question" in w for w in out.meta.warnings
@@ -295,11 +296,7 @@ async def test_a_done_repeat_beside_a_new_call_is_dropped_not_reasked(stream: bo
 
 async def test_a_failed_repeat_beside_a_new_call_is_not_dropped() -> None:
     """A repeat whose result was an error may be the retry the new question asks for."""
-    both = (
-        '{"tool_calls": [{"name": "get_weather", "arguments": {"city":"Paris"}},'
-        ' {"name": "get_weather", "arguments": {"city":"Oslo"}}]}'
-    )
-    upstream = FakeUpstream([both, "No weather data."])
+    upstream = FakeUpstream([PARIS_AND_OSLO, "No weather data."])
     engine = Engine(upstream, mode="force", registry=":memory:")
     body = answered(result=False)
     body["messages"] += [

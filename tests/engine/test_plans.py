@@ -346,16 +346,32 @@ async def test_a_call_written_as_an_argument_goes_first_and_the_other_waits() ->
 async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_call(
     answer: str, continued: str, expected: list[tuple[str, Any]]
 ) -> None:
-    seen: list[dict[str, Any]] = []
+    turns = ("I'm flying to Tokyo tomorrow.", "Have a great trip to Tokyo!")
+    question = "What's the weather like where I'm going?"
+    seen = await answered_later(TOOLS, turns, question, answer, continued, expected)
+    assert len(seen) == (1 if answer == "Have a great trip!" else 2)
 
+
+async def answered_later(
+    tools: list[dict[str, Any]],
+    turns: tuple[str, str],
+    question: str,
+    answer: str,
+    continued: str,
+    expected: list[tuple[str, Any]],
+) -> list[dict[str, Any]]:
+    """A later ``question`` (after ``turns``: a request and its answer) that the model answers
+    with ``answer``, continuing an opened call with ``continued``: the calls made must be
+    ``expected``, and without any the answer stands. The upstream's bodies, in order."""
+    seen: list[dict[str, Any]] = []
     engine = engine_for(FunctionUpstream(prefilling(answer, continued, seen)))
     body = {
         "model": "small",
-        "tools": TOOLS,
+        "tools": tools,
         "messages": [
-            {"role": "user", "content": "I'm flying to Tokyo tomorrow."},
-            {"role": "assistant", "content": "Have a great trip to Tokyo!"},
-            {"role": "user", "content": "What's the weather like where I'm going?"},
+            {"role": "user", "content": turns[0]},
+            {"role": "assistant", "content": turns[1]},
+            {"role": "user", "content": question},
         ],
     }
     completion = await engine.acomplete(body)
@@ -363,7 +379,7 @@ async def test_an_answer_that_tells_the_user_to_call_a_tool_is_opened_as_that_ca
     assert made == expected
     if not expected:
         assert completion.message.text == answer
-    assert len(seen) == (1 if answer == "Have a great trip!" else 2)
+    return seen
 
 
 @pytest.mark.parametrize(
@@ -421,19 +437,7 @@ SHELL_TOOLS = [
 async def test_a_short_tool_name_counts_only_as_code(
     answer: str, expected: list[tuple[str, Any]]
 ) -> None:
-    seen: list[dict[str, Any]] = []
-    engine = engine_for(FunctionUpstream(prefilling(answer, "a=True)]", seen)))
-    body = {
-        "model": "small",
-        "tools": SHELL_TOOLS,
-        "messages": [
-            {"role": "user", "content": "Make a folder named notes."},
-            {"role": "assistant", "content": "Done."},
-            {"role": "user", "content": "Show every file in this folder, hidden ones too."},
-        ],
-    }
-    completion = await engine.acomplete(body)
-    made = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
-    assert made == expected
-    if not expected:
-        assert completion.message.text == answer and len(seen) == 1
+    turns = ("Make a folder named notes.", "Done.")
+    question = "Show every file in this folder, hidden ones too."
+    seen = await answered_later(SHELL_TOOLS, turns, question, answer, "a=True)]", expected)
+    assert len(seen) == (2 if expected else 1)

@@ -118,6 +118,7 @@ async def test_without_a_continued_reply_an_empty_reply_is_answered_without_tool
         'cat(file_name="report_2023.txt")]',  # a value nobody said
         "nothing to call here",  # no call at all
         'ls(colour="red")]',  # not the tool's parameters
+        'cat(file_name={"a.txt", "b.txt"})]',  # a set: no JSON value (the 0.5B's, a crash once)
     ],
 )
 async def test_an_opened_call_that_is_not_a_good_one_leaves_the_answer(opened: str) -> None:
@@ -125,3 +126,22 @@ async def test_an_opened_call_that_is_not_a_good_one_leaves_the_answer(opened: s
     completion = await engine.acomplete(body_of())
     assert not completion.message.tool_calls and completion.message.text == ANSWER
     assert EMPTY_WARNING in completion.meta.warnings  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_with_a_set_for_arguments_in_the_answer_is_no_crash(stream: bool) -> None:
+    """Asked without tools, the model writes a call whose arguments are no JSON object: it is
+    no call made (nor one whose result the turn holds), and the reply is still an answer."""
+    leaked = '[cat(file_name={"a.txt", "b.txt"})]'
+
+    def reply(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            return last["content"] + leaked[1:]
+        if not any("ls(" in m["content"] for m in body["messages"] if m["role"] == "system"):
+            return leaked  # asked without tools
+        return ""
+
+    engine = engine_for(FunctionUpstream(reply))
+    calls, _ = await complete(engine, body_of(), stream)
+    assert calls == []

@@ -322,9 +322,15 @@ async def _opened(
         # ``new_string="    return \"Hello, \" + name + \"!\")]``.
         closed = f'{prefill}{text[: closing.start()]}"{text[closing.start() :]}'
         parsed = turn.dialect.parse(closed, turn.request.function_tools, markup=turn.markup)
-    # The model writes its plan again from the top: its first call it has no result for.
+    # The model writes its plan again from the top: its first call it has no result for (and
+    # one it wrote well: the 0.5B, handed an opening, wrote create_ticket with a set for its
+    # arguments, which no call can carry).
     answered = turn.answered_results
-    fresh = [c for c in parsed.calls if call_key(c.name, c.arguments_json) not in answered]
+    fresh = [
+        c
+        for c in parsed.calls
+        if c.problem is None and call_key(c.name, c.arguments_json) not in answered
+    ]
     return (valid_call(turn, finished_call(fresh[0])) if fresh else None), completion
 
 

@@ -107,6 +107,8 @@ def repeated_results(turn: Turn, calls: Sequence[ParsedCall]) -> str | None:
         return None
     parts = []
     for call in calls:
+        if call.problem is not None:
+            return None  # not a call that was made (its arguments are no JSON object)
         result = turn.answered_results.get(call_key(call.name, call.arguments_json))
         if result is None:
             return None
@@ -198,7 +200,9 @@ def _gives_one(numbers: Sequence[str], held: Sequence[str], latest: str) -> bool
 def new_step(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
     """Whether ``calls`` hold one whose result the turn does not have."""
     answered = turn.answered_results
-    return any(call_key(c.name, c.arguments_json) not in answered for c in calls)
+    return any(
+        c.problem is None and call_key(c.name, c.arguments_json) not in answered for c in calls
+    )
 
 
 async def stream_without_calls(

@@ -297,11 +297,7 @@ async def emulate(turn: Turn) -> Completion:
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")
             case steps.AnswerWithoutTools(empty=empty):
                 step = await step_before_giving_up(
-                    turn,
-                    driver.messages,
-                    partial(emulation_request, turn),
-                    attempt.prose,
-                    empty=empty,
+                    turn, driver.messages, partial(emulation_request, turn), attempt.prose, empty
                 )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")

@@ -405,7 +405,6 @@ async def step_before_giving_up(
     extra: Sequence[Message],
     body: Body,
     answer: str,
-    *,
     empty: bool = False,
 ) -> ParsedCall | None:
     """Where a coding agent's turn would be answered without tools (its model repeated a call

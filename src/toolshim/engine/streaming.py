@@ -280,11 +280,7 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 yield StreamChunk(finish_reason="length")
             case steps.AnswerWithoutTools(empty=empty):
                 step = await step_before_giving_up(
-                    turn,
-                    driver.messages,
-                    partial(emulation_request, turn),
-                    attempt.prose,
-                    empty=empty,
+                    turn, driver.messages, partial(emulation_request, turn), attempt.prose, empty
                 )
                 if step is not None:
                     for chunk in call_chunks([step]):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_audit_gaps import serve
 from tests.engine.test_plans import engine_for
 from toolshim.engine.next_step import EMPTY_WARNING
 from toolshim.testing import FunctionUpstream
@@ -54,19 +55,8 @@ def body_of(*messages: dict[str, Any]) -> dict[str, Any]:
 
 async def complete(engine: Any, body: dict[str, Any], stream: bool) -> tuple[list[Any], str]:
     """The calls (name, arguments) and the text of a reply, whole or streamed."""
-    if not stream:
-        completion = await engine.acomplete(body)
-        calls = [(c.name, json.loads(c.arguments)) for c in completion.message.tool_calls]
-        return calls, completion.message.text or ""
-    names: dict[int, str] = {}
-    arguments: dict[int, str] = {}
-    text = ""
-    async for chunk in engine.astream({**body, "stream": True}):
-        text += chunk.content or ""
-        for d in chunk.tool_calls:
-            names[d.index] = names.get(d.index, "") + (d.name or "")
-            arguments[d.index] = arguments.get(d.index, "") + (d.arguments or "")
-    return [(names[i], json.loads(arguments[i])) for i in sorted(names)], text
+    out = await serve(engine, body, stream)
+    return [(c["name"], json.loads(c["arguments"])) for c in out.calls.values()], out.content
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -9,7 +9,7 @@ the same tool can be what is meant), with the warning the engine adds for any re
 A call repeated from an earlier question (the request ends with the user's new message) is
 re-asked with that question quoted, once, whether its result worked or not: the model
 copied the earlier turn. Beside new calls, a repeat whose result worked is dropped instead
-(:func:`without_done_repeats`): the new calls are the step.
+(:func:`done_repeats`): the new calls are the step.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from toolshim.engine.history import elided, is_error_result
 from toolshim.engine.next_file import reading_call
 from toolshim.engine.turn import Turn, call_key
 
-__all__ = ["CHECK", "NAME", "repeat_problems", "without_done_repeats"]
+__all__ = ["CHECK", "NAME", "done_repeats", "repeat_problems"]
 
 NAME = "answered_repeats"
 _RESULT_QUOTE = 1500
@@ -148,44 +148,34 @@ def _nothing_left(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
     return False
 
 
-def without_done_repeats(turn: Turn, calls: Sequence[ParsedCall]) -> list[ParsedCall]:
-    """``calls`` less those repeated from an earlier question whose result worked, when new
-    calls stand beside them (else ``calls`` as they are). Asked to copy a file "to the
-    'Archives' directory inside the 'Documentation' folder", the 1.5B wrote
-    ``cd(folder="Documentation")`` again beside the new ``cp``; the cd was done a question
-    before (a second one fails from inside the folder), and re-asked with the new question,
-    it wrote both again, and the turn was answered without tools. The result of the repeat is
-    in the history, the new calls are the step."""
-    if turn.request.choice.kind != "auto" or not turn.answered_results:
-        return list(calls)
-    if _new_question(turn) is None:
-        return list(calls)
+def done_repeats(turn: Turn, calls: Sequence[ParsedCall]) -> set[int]:
+    """The positions in ``calls`` of repeats from an earlier question whose result worked,
+    when a call the conversation has no result for stands beside them (else none). Asked to
+    copy a file "to the 'Archives' directory inside the 'Documentation' folder", the 1.5B
+    wrote ``cd(folder="Documentation")`` again beside the new ``cp``; the cd was done a
+    question before (a second one fails from inside the folder), and re-asked with the new
+    question, it wrote both again, and the turn was answered without tools. The result of the
+    repeat is in the history, the new calls are the step."""
+    answered = turn.answered_results
+    if turn.request.choice.kind != "auto" or not answered or _new_question(turn) is None:
+        return set()
+    results = [answered.get(call_key(c.name, c.arguments_json)) for c in calls]
     done = {
-        i
-        for i, call in enumerate(calls)
-        if (result := turn.answered_results.get(call_key(call.name, call.arguments_json)))
-        is not None
-        and not is_error_result(result)
+        i for i, result in enumerate(results) if result is not None and not is_error_result(result)
     }
-    fresh = [
-        c
-        for i, c in enumerate(calls)
-        if i not in done and call_key(c.name, c.arguments_json) not in turn.answered_results
-    ]
-    if not done or not fresh:
-        return list(calls)
-    return [c for i, c in enumerate(calls) if i not in done]
+    return done if None in results else set()
 
 
 def _run(reply: CheckedReply) -> Outcome:
-    kept = without_done_repeats(reply.turn, reply.calls)
-    if len(kept) < len(reply.calls):
-        dropped = [c.name for c in reply.calls if not any(c is k for k in kept)]
+    done = done_repeats(reply.turn, reply.calls)
+    if done:
+        dropped = ", ".join(reply.calls[i].name for i in sorted(done))
+        kept = tuple(c for i, c in enumerate(reply.calls) if i not in done)
         note = (
-            f"dropped {', '.join(dropped)}: repeated from an earlier question, whose result "
-            "the conversation holds, beside new calls"
+            f"dropped {dropped}: repeated from an earlier question, whose result the "
+            "conversation holds, beside new calls"
         )
-        return Revise(tuple(kept), reply.finish, (note,))
+        return Revise(kept, reply.finish, (note,))
     problems = repeat_problems(reply.turn, reply.calls)
     return Reask(tuple(problems)) if problems else PASS
 

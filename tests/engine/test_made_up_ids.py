@@ -303,3 +303,51 @@ async def test_a_call_differing_from_the_example_is_not_a_copy() -> None:
     engine = Engine(upstream, mode="force", registry=":memory:")
     names, _ = await run(engine, ask("ROI of 1.5 invested, 2 profit?", tools=[ROI]), False)
     assert names == ["calculate_roi"]
+
+
+ADD_DATES = tool("add_dates", date={"type": "string"}, days_to_add={"type": "integer"})
+
+
+@pytest.mark.parametrize("date", ["1776-07-04", "07/04/1776", "1776-07"])
+async def test_a_date_nobody_said_is_a_made_up_value_not_arithmetic(date: str) -> None:
+    """BFCL irrelevance_135 (Qwen2.5-Coder-1.5B): asked when the Declaration of Independence
+    was signed, offered only a tool that adds days to a date, it wrote its answer as that
+    tool's call, ``add_dates(date="1776-07-04", days_to_add=0)``. A date's digits are not
+    "6 * 7": nobody said it, so the call is re-asked, and the answer stands."""
+    question = "When was the declaration of independence signed?"
+    call = reply(("add_dates", {"date": date, "days_to_add": 0}))
+    upstream = FakeUpstream([call, "It was signed on July 4, 1776."])
+    request = {**ask(question), "tools": [ADD_DATES]}
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(request)
+    assert not completion.tool_calls
+    assert completion.text == "It was signed on July 4, 1776."
+    reask = upstream.history[1]["messages"][-1]["content"]
+    assert f"nothing in the conversation mentions date={date!r}" in reask
+
+
+@pytest.mark.parametrize(
+    ("question", "date"),
+    [
+        ("What date is 10 days after 1776-07-04?", "1776-07-04"),
+        ("Add 3 days to July 4, 1776", "1776-07-04"),
+        ("Which day is 2 days after 12/25/2024?", "12/25/2024"),
+    ],
+)
+async def test_a_date_the_user_gave_is_not_made_up(question: str, date: str) -> None:
+    upstream = FakeUpstream([reply(("add_dates", {"date": date, "days_to_add": 3}))])
+    request = {**ask(question), "tools": [ADD_DATES]}
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(request)
+    assert [c.name for c in completion.tool_calls] == ["add_dates"]
+    assert upstream.calls == 1
+
+
+@pytest.mark.parametrize(
+    "question", ["What is the date 3 days after tomorrow?", "Add a week to the first Monday in May"]
+)
+async def test_a_date_said_in_words_is_not_made_up(question: str) -> None:
+    """A date the model works out from "tomorrow" or "May" was said, in words."""
+    upstream = FakeUpstream([reply(("add_dates", {"date": "2026-05-04", "days_to_add": 3}))])
+    request = {**ask(question), "tools": [ADD_DATES]}
+    completion = await Engine(upstream, mode="force", registry=":memory:").acomplete(request)
+    assert [c.name for c in completion.tool_calls] == ["add_dates"]
+    assert upstream.calls == 1

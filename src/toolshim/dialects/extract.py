@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from toolshim.dialects._answer import ANSWER_OPEN, AnswerString, answer_end
 from toolshim.dialects._bare import name_before, read_bare_call, read_named
+from toolshim.dialects._cut import cut_call_opening
 from toolshim.dialects._dispatch import read_fence, read_tag
 from toolshim.dialects._harmony import read_harmony
 from toolshim.dialects._named import NAME_TAG
@@ -429,6 +430,10 @@ class ReplyParser:
                 return NEED
             end = len(buf)
         candidate = buf[t:end]
+        if cut_off and buf[t] == "{":
+            cut_call = cut_call_opening(candidate, self.index)
+            if cut_call is not None:
+                return cut_call, end
         if buf[t] == "[":
             if self._empty_list_declines and candidate.strip() == "[]" and self._starts_reply(t):
                 return Segment("marker", candidate, declined=True), end

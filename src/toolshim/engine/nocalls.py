@@ -82,17 +82,28 @@ def offers_called_tool(turn: Turn, calls: Sequence[ParsedCall]) -> bool:
 def writes_a_call(turn: Turn, calls: Sequence[ParsedCall], declined: bool) -> bool:
     """True when a streamed reply's ``calls`` (and its explicit "no tool", ``declined``)
     make it tool-call text rather than an answer (the streamed form of :func:`leak`)."""
-    return offers_called_tool(turn, calls) or (declined and not calls)
+    return offers_called_tool(turn, calls) or _nameless(calls) or (declined and not calls)
+
+
+def _nameless(calls: Sequence[ParsedCall]) -> bool:
+    """A call markup that names no tool: a ``<tool_call>`` or a ``{"name": "`` the reply's end
+    cut off before the name (:mod:`toolshim.dialects._cut`), a list of a tool's values. Call
+    text all the same, never the answer: the 0.5B's answer in BFCL's ``multi_turn_base_12``
+    was ``{"name": "``."""
+    return any(not c.name for c in calls)
 
 
 def leak(turn: Turn, text: str) -> ParsedReply | None:
-    """``text`` parsed, when it holds a call to an offered tool or an explicit "no tool"
+    """``text`` parsed, when it holds a call to an offered tool, call markup that names no
+    tool, a model's marker token (``<|python_tag|>``) or an explicit "no tool"
     (``{"tool_calls": []}``: tool-call JSON too, never an answer); None when it does not."""
     tools = turn.request.function_tools
     if not tools or not text.strip():
         return None
     parsed = turn.dialect.parse(text, tools, markup=turn.markup)
-    return parsed if parsed.declined or offers_called_tool(turn, parsed.calls) else None
+    if parsed.declined or offers_called_tool(turn, parsed.calls) or _nameless(parsed.calls):
+        return parsed
+    return parsed if any(s.kind == "marker" for s in parsed.segments) else None
 
 
 def repeated_results(turn: Turn, calls: Sequence[ParsedCall]) -> str | None:
@@ -156,7 +167,8 @@ async def _without_calls(turn: Turn, body: Body, *, first: bool) -> Completion |
                 continue
             prose = parsed.text.strip()
             if prose:
-                turn.warn(stripped_warning(turn))
+                if parsed.calls or parsed.declined:  # not for a marker token alone
+                    turn.warn(stripped_warning(turn))
                 message = Message("assistant", prose, extra=choice.message.extra)
                 choices[position] = replace(choice, message=message)
             elif position == 0:

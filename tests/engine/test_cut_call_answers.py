@@ -1,0 +1,96 @@
+"""An answer asked for without tools keeps no call markup that names no tool: a call opening
+the reply's end cut off (``{"name": "``: the 0.5B's whole answer in BFCL's
+``multi_turn_base_12``), a ``<tool_call>`` cut before its name, a marker token. Whole and
+streamed replies give the same answer; an object that is data stays in it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolshim.engine import Engine
+from toolshim.testing import FakeUpstream
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def request(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": TOOLS,
+        "tool_choice": "none",
+        **extra,
+    }
+
+
+async def answer(replies: list[str], stream: bool) -> tuple[str, list[str], int]:
+    """The text answer, its warnings (whole replies only) and the LLM calls it took."""
+    upstream = FakeUpstream(replies)
+    engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
+    if stream:
+        text = ""
+        async for chunk in engine.astream(request(stream=True)):
+            assert not chunk.tool_calls
+            text += chunk.content or ""
+        return text.strip(), [], upstream.calls
+    completion = await engine.acomplete(request())
+    assert not completion.tool_calls
+    assert completion.meta is not None
+    return completion.text, list(completion.meta.warnings), upstream.calls
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'It is sunny.\n{"name": "',
+        'It is sunny.\n{"name": "get_wea',
+        'It is sunny. <tool_call>\n{"name": "get_w',
+        'It is sunny.\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "',
+    ],
+)
+async def test_a_cut_off_call_opening_is_left_out_of_the_answer(reply: str, stream: bool) -> None:
+    text, warnings, calls = await answer([reply], stream)
+    assert text == "It is sunny."
+    assert calls == 1
+    if not stream:
+        assert any("removed a tool call" in w for w in warnings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_that_is_only_a_cut_opening_is_asked_again(stream: bool) -> None:
+    text, _, calls = await answer(['{"name": "', "It is sunny in Paris."], stream)
+    assert text == "It is sunny in Paris."
+    assert calls == 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_marker_token_is_left_out_of_a_whole_answer_as_of_a_streamed_one(
+    stream: bool,
+) -> None:
+    text, warnings, _ = await answer(["It is sunny.<|python_tag|>"], stream)
+    assert text == "It is sunny."
+    assert not any("removed a tool call" in w for w in warnings)  # no call was removed
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_cut_off_object_that_is_data_stays_in_the_answer(stream: bool) -> None:
+    reply = 'The record reads {"name": "Ada", "age'
+    text, warnings, _ = await answer([reply], stream)
+    assert text == reply
+    assert not warnings

@@ -105,42 +105,6 @@ def stem_said(word: str, said: set[str]) -> bool:
     return word in said or (len(word) >= STEM and word[:STEM] in said)
 
 
-_DATE_WORDS = frozenset(
-    [
-        "today",
-        "tomorrow",
-        "yesterday",
-        "tonight",
-        "week",
-        "weekend",
-        "month",
-        "year",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-)
-"""Words that say a date without its digits: a date a call writes for "tomorrow" or "in May"
-was said. Not "now": asked for New York's population "right now", the 1.5B called a time
-converter with ``"15:30:00"``, a time nobody gave (BFCL irrelevance_225)."""
-
-
 def _value_grounded(value: Any, said: set[str]) -> bool:
     """A word of the value was said (:func:`_word_said`). A word of one or two letters stands
     for the whole value only when the value has no longer word, or when it was said as it is:
@@ -149,12 +113,6 @@ def _value_grounded(value: Any, said: set[str]) -> bool:
     who asked for the CNAME records of a domain said."""
     words = _words(value if isinstance(value, str) else json.dumps(value))
     if not words:
-        return True
-    if (
-        isinstance(value, str)
-        and _DATE.fullmatch(value.strip())
-        and not _DATE_WORDS.isdisjoint(said)
-    ):
         return True
     longer = [w for w in words if len(w) > SHORT]
     if any(_word_said(w, said) for w in longer):
@@ -214,20 +172,10 @@ def _judged_values(call: ParsedCall, tool: ToolSpec) -> list[tuple[str, Any]]:
     return out
 
 
-_DATE = re.compile(
-    r"\d{4}[-/.]\d{1,2}([-/.]\d{1,2})?|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}(:\d{2})?"
-)
-"""A date or a time of day written in digits (``1776-07-04``, ``07/04/1776``, ``2023-05``,
-``10:30``): a value, not arithmetic."""
-
-
 def _arithmetic(value: str) -> bool:
-    """Digits with operators between them (``"6 * 7"``), not one made-up number (``"12345"``)
-    nor a date (:data:`_DATE`): asked when the Declaration of Independence was signed, with
-    only a tool that adds days to a date, the 1.5B called it with ``date="1776-07-04"`` and
-    no days, its own answer written as a call (BFCL irrelevance_135)."""
+    """Digits with operators between them (``"6 * 7"``), not one made-up number (``"12345"``)."""
     words = _words(value)
-    return len(words) > 1 and all(w.isdigit() for w in words) and not _DATE.fullmatch(value.strip())
+    return len(words) > 1 and all(w.isdigit() for w in words)
 
 
 def _ungrounded(call: ParsedCall, tool: ToolSpec | None, said: set[str]) -> list[str]:

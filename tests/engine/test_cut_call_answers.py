@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_audit_gaps import serve
 from toolshim.engine import Engine
 from toolshim.testing import FakeUpstream
 
@@ -94,3 +95,22 @@ async def test_a_cut_off_object_that_is_data_stays_in_the_answer(stream: bool) -
     text, warnings, _ = await answer([reply], stream)
     assert text == reply
     assert not warnings
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("reply", "removed"),
+    [('It is sunny.\n{"name": "', True), ("It is sunny.<|python_tag|>", False)],
+)
+async def test_a_native_reply_under_none_drops_them_too(
+    reply: str, removed: bool, stream: bool
+) -> None:
+    """The tools sent natively, ``tool_choice: "none"``: the same answer whole and streamed
+    (a whole reply kept the marker token that the streamed one dropped)."""
+    upstream = FakeUpstream([reply])
+    engine = Engine(upstream, mode="auto", registry=":memory:")
+    out = await serve(engine, request(), stream)
+    assert out.calls == {} and out.content.strip() == "It is sunny."
+    assert upstream.calls == 1
+    assert out.meta is not None
+    assert any("removed a tool call" in w for w in out.meta.warnings) is removed

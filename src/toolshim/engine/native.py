@@ -169,7 +169,8 @@ def settle_native(turn: Turn, completion: Completion, *, rescue_text: bool) -> C
             if not prose:
                 turn.warn(WROTE_A_CALL)
                 return None
-            turn.warn(stripped_warning(turn))
+            if parsed.calls or parsed.declined:  # not for a marker token alone
+                turn.warn(stripped_warning(turn))
             answer = Message("assistant", prose, extra=message.extra)
             return _with_message(completion, answer, completion.finish_reason)
     if turn.mode is Mode.FALLBACK and not message.tool_calls and turn.request.wants_tools:

@@ -9,24 +9,12 @@ from typing import Any
 
 import pytest
 
+from tests.engine.helpers import WEATHER
 from tests.engine.test_audit_gaps import serve
 from toolshim.engine import Engine
 from toolshim.testing import FakeUpstream
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER]
 
 
 def request(**extra: Any) -> dict[str, Any]:
@@ -40,19 +28,12 @@ def request(**extra: Any) -> dict[str, Any]:
 
 
 async def answer(replies: list[str], stream: bool) -> tuple[str, list[str], int]:
-    """The text answer, its warnings (whole replies only) and the LLM calls it took."""
+    """The text answer, its warnings and the LLM calls it took."""
     upstream = FakeUpstream(replies)
     engine = Engine(upstream, mode="force", dialect="hermes", registry=":memory:")
-    if stream:
-        text = ""
-        async for chunk in engine.astream(request(stream=True)):
-            assert not chunk.tool_calls
-            text += chunk.content or ""
-        return text.strip(), [], upstream.calls
-    completion = await engine.acomplete(request())
-    assert not completion.tool_calls
-    assert completion.meta is not None
-    return completion.text, list(completion.meta.warnings), upstream.calls
+    out = await serve(engine, request(), stream)
+    assert out.calls == {} and out.meta is not None
+    return out.content.strip(), list(out.meta.warnings), upstream.calls
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -69,8 +50,7 @@ async def test_a_cut_off_call_opening_is_left_out_of_the_answer(reply: str, stre
     text, warnings, calls = await answer([reply], stream)
     assert text == "It is sunny."
     assert calls == 1
-    if not stream:
-        assert any("removed a tool call" in w for w in warnings)
+    assert any("removed a tool call" in w for w in warnings)
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -94,3 +94,11 @@ async def test_a_native_reply_under_none_drops_them_too(
     assert upstream.calls == 1
     assert out.meta is not None
     assert any("removed a tool call" in w for w in out.meta.warnings) is removed
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_that_is_only_a_marker_token_is_asked_again(stream: bool) -> None:
+    """Whole and streamed alike (the streamed reply ended with an empty answer)."""
+    text, _, calls = await answer(["<|python_tag|>", "It is sunny in Paris."], stream)
+    assert text == "It is sunny in Paris."
+    assert calls == 2

@@ -250,7 +250,8 @@ async def stream_without_calls(
                     yield StreamChunk(content=text)
                 else:
                     held.append(text)
-            if not writes_a_call(turn, reply.calls, reply.declined):
+            marker_only = reply.marked and not (gate.emitted + gate.tail).strip()
+            if not writes_a_call(turn, reply.calls, reply.declined) and not marker_only:
                 rest = gate.flush(gate.tail)
             elif (gate.emitted + gate.after_call).strip():
                 turn.warn(stripped_warning(turn))

@@ -135,13 +135,15 @@ class StreamedReply:
     """One emulated reply read as it streams (sans-IO): the dialect's parser, the prose through
     a :class:`TextGate`, the calls and an explicit "no tool" collected."""
 
-    __slots__ = ("calls", "declined", "gate", "parser")
+    __slots__ = ("calls", "declined", "gate", "marked", "parser")
 
     def __init__(self, parser: ReplyParser, gate: TextGate) -> None:
         self.parser = parser
         self.gate = gate
         self.calls: list[ParsedCall] = []
         self.declined = False
+        self.marked = False
+        """A marker token was read (``<|python_tag|>``, dropped from the prose)."""
 
     def feed(self, content: str) -> Sequence[str]:
         """The prose to send now, for the next piece of the reply."""
@@ -156,6 +158,8 @@ class StreamedReply:
         for seg in segments:
             if seg.declined:
                 self.declined = True
+            if seg.kind == "marker":
+                self.marked = True
         return texts(segments, self.calls, self.gate)
 
 

@@ -35,7 +35,7 @@ import jsonschema
 import re2
 import referencing.exceptions
 import referencing.jsonschema
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import SchemaError, UndefinedTypeCheck, ValidationError
 from referencing import Registry, Resource
 
 from toolshim.errors import InvalidRequestError
@@ -429,6 +429,11 @@ class Checker:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         base.check_schema(dict(schema))
+        unknown = _unknown_type(schema, base.TYPE_CHECKER)
+        if unknown is not None:
+            # Draft 3's meta-schema takes any string as a type (``"type": ["nope"]``), which
+            # the validator then cannot check: jsonschema raised UnknownType mid-turn.
+            raise SchemaError(f"{unknown!r} is not a type this schema's draft knows")
         uses = '"patternProperties"' in json.dumps(schema)
         self._validator = _safe_class(base, uses)(schema, registry=_REGISTRY)
 
@@ -453,6 +458,37 @@ class Checker:
             ) from None
         finally:
             _BUDGET.reset(token)
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
+"""Keywords whose values are data, not schemas: a ``"type"`` key inside them is a value."""
+
+
+def _unknown_type(schema: Mapping[str, Any], types: Any) -> str | None:
+    """The first type name ``schema`` uses that ``types`` (a jsonschema type checker) does not
+    know, or None. Walked without recursion; the data keywords' values are skipped."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        named = node.get("type")
+        for name in named if isinstance(named, list) else [named]:
+            if isinstance(name, str) and not _known(types, name):
+                return name
+        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+    return None
+
+
+def _known(types: Any, name: str) -> bool:
+    try:
+        types.is_type(None, name)
+    except UndefinedTypeCheck:
+        return False
+    return True
 
 
 @lru_cache(maxsize=512)

@@ -79,3 +79,15 @@ def test_any_schema_through_the_proxy_gets_a_defined_answer(schema: Any, value: 
         error = response.json()["error"]
         assert error["type"] == "invalid_request_error" and error["message"]
         assert upstream.calls == 0 or "steps (the limit)" in error["message"]
+
+
+def test_a_draft_3_schema_with_a_type_no_draft_knows_is_not_checked() -> None:
+    """Found by the fuzz test above: draft 3's meta-schema takes any string as a type, and
+    jsonschema raised ``UnknownType`` while checking the call. Such a schema checks no call
+    (as any schema the validator cannot use); a draft-3 union with a schema in it still does."""
+    draft3 = "http://json-schema.org/draft-03/schema#"
+    assert check({"$schema": draft3, "type": ["nope"], "$anchor": "anchor"}, None) == "checked"
+    assert check({"type": "object", "properties": {"a": {"type": "nope"}}}, {"a": 1}) == "checked"
+    tool = ToolSpec("f", parameters={"$schema": draft3, "type": ["string", {"type": "integer"}]})
+    wrong = validate_calls([ParsedCall("f", {"a": 1}, '{"a": 1}')], [tool], ToolChoice.AUTO)
+    assert wrong.problems  # an object is neither a string nor an integer: still checked

@@ -267,14 +267,7 @@ def _pattern_notes(schema: Mapping[str, Any]) -> Iterator[str]:
     """Warnings for what RE2 cannot enforce (``{name}`` is filled in by the caller)."""
     uses_pattern_properties = False
     uses_unevaluated = False
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, Mapping):
-            continue
+    for node in _schema_objects(schema):
         patterns = []
         if isinstance(node.get("pattern"), str):
             patterns.append(node["pattern"])
@@ -288,7 +281,6 @@ def _pattern_notes(schema: Mapping[str, Any]) -> Iterator[str]:
                     "the pattern " + _braces(repr(pattern)) + " of tool {name!r} is not enforced: "
                     "RE2 cannot run it (backreferences and lookaround are not supported)"
                 )
-        stack.extend(v for k, v in node.items() if k not in ("enum", "const", "default"))
     if uses_pattern_properties and uses_unevaluated:
         yield (
             "the unevaluatedProperties of tool {name!r} are not enforced: the schema also uses "
@@ -466,21 +458,26 @@ _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
 
 def _unknown_type(schema: Mapping[str, Any], types: Any) -> str | None:
     """The first type name ``schema`` uses that ``types`` (a jsonschema type checker) does not
-    know, or None. Walked without recursion; the data keywords' values are skipped."""
+    know, or None."""
+    for node in _schema_objects(schema):
+        named = node.get("type")
+        for name in named if isinstance(named, list) else [named]:
+            if isinstance(name, str) and not _known(types, name):
+                return name
+    return None
+
+
+def _schema_objects(schema: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every object inside ``schema`` (itself first), walked without recursion; the values of
+    the data keywords (:data:`_DATA_KEYWORDS`) are skipped."""
     stack: list[Any] = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
-            continue
-        if not isinstance(node, Mapping):
-            continue
-        named = node.get("type")
-        for name in named if isinstance(named, list) else [named]:
-            if isinstance(name, str) and not _known(types, name):
-                return name
-        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
-    return None
+        elif isinstance(node, Mapping):
+            yield node
+            stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
 
 
 def _known(types: Any, name: str) -> bool:

@@ -51,6 +51,7 @@ from toolshim.dialects._native import (
     read_gemma,
     read_kimi,
 )
+from toolshim.dialects._python_list import read_python_list
 from toolshim.dialects._scan import (
     OPEN,
     TOO_DEEP,
@@ -75,11 +76,7 @@ from toolshim.dialects._values import repair_quotes
 from toolshim.dialects._words import held_word, word_triggers
 from toolshim.dialects.calls import MARKUPS, Interpretation, ParsedCall, ToolIndex
 from toolshim.dialects.interpret import interpret_value
-from toolshim.dialects.python_calls import (
-    call_list_problem,
-    interpret_python,
-    shared_keyword_calls,
-)
+from toolshim.dialects.python_calls import interpret_python
 from toolshim.dialects.segments import ParsedReply, Segment, calls_segment, merge_segments
 from toolshim.errors import ConfigError
 from toolshim.types import ToolSpec
@@ -99,7 +96,6 @@ __all__ = [
 
 _BRACKET_MARKERS = ("[TOOL_CALLS]", "[TOOL_REQUEST]", "[END_TOOL_REQUEST]", "[/TOOL_CALL]")
 _TRIGGER = re.compile(r"[{\[<`]")
-_PY_LIST = re.compile(r"\[\s*([\w\-][\w.\-]*)\s*\(")
 _LEADING_SPACE = re.compile(r"\s*")
 _MAYBE_CALL = re.compile(r"name|tool|function|calls|arguments|parameters|[<(`]", re.IGNORECASE)
 _LINE_LEAD = re.compile(
@@ -437,22 +433,16 @@ class ReplyParser:
         if buf[t] == "[":
             if self._empty_list_declines and candidate.strip() == "[]" and self._starts_reply(t):
                 return Segment("marker", candidate, declined=True), end
-            head = _PY_LIST.match(candidate)
-            if head:
-                meaning = interpret_python(
-                    candidate, self.index, require_known=not self._python_unknown
-                )
-                if meaning.calls:
-                    return calls_segment(candidate, meaning), end
-                if not cut_off:
-                    shared = shared_keyword_calls(candidate, self.index)
-                    if shared.calls:
-                        return calls_segment(candidate, shared), end
-                broken = None if cut_off else self._broken_python_list(t, candidate, head.group(1))
-                if broken is not None:
-                    return broken, end
-                # JSON cannot read ``[name(`` as anything but strings: not worth a repair.
-                return None, t + 1
+            listed = read_python_list(
+                self,
+                t,
+                end,
+                cut_off=cut_off,
+                starts_reply=self._starts_reply(t),
+                python_unknown=self._python_unknown,
+            )
+            if listed is not None:
+                return listed
             if not cut_off and self._starts_reply(t) and not buf[end:].strip():
                 calls = lone_list_calls(candidate, self.index)
                 if calls is not None:
@@ -470,16 +460,6 @@ class ReplyParser:
             if not decoded[1]:
                 return None, end  # valid JSON data: an answer that quotes data is an answer
         return None, t + 1
-
-    def _broken_python_list(self, t: int, candidate: str, name: str) -> Segment | None:
-        """A reply that opens with ``[offered_tool(`` and closes its list, yet is not a list of
-        calls: a call gone wrong, re-asked with what is wrong, not an answer for the user."""
-        if not self._starts_reply(t) or self.index.resolve(name) is None:
-            return None
-        problem = call_list_problem(candidate)
-        if problem is None:
-            return None
-        return Segment("calls", candidate, (ParsedCall(name, None, candidate, problem),))
 
 
 class ParserOptions(TypedDict, total=False):

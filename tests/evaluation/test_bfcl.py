@@ -23,8 +23,8 @@ from toolshim.evaluation.bfcl import (
     bfcl_available,
     canonical_category,
     load_cases,
-    score,
 )
+from toolshim.evaluation.bfcl_score import score
 
 pytestmark = pytest.mark.skipif(
     bfcl_available() is not None, reason=f"bfcl-eval is not usable: {bfcl_available()}"

@@ -14,14 +14,13 @@ from toolshim.evaluation.bfcl import (
     INSTALL_COMMAND,
     BfclCase,
     BfclMissingError,
-    Verdict,
     bfcl_available,
     canonical_category,
     load_bfcl,
     load_cases,
-    score,
 )
 from toolshim.evaluation.bfcl_runner import EvalRunner
+from toolshim.evaluation.bfcl_score import Verdict, score
 from toolshim.evaluation.report import (
     Summary,
     load_report,

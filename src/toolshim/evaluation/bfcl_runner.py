@@ -9,7 +9,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from toolshim.errors import ToolshimError
-from toolshim.evaluation.bfcl import BfclCase, score
+from toolshim.evaluation.bfcl import BfclCase
+from toolshim.evaluation.bfcl_score import score
 from toolshim.evaluation.runner import (
     CaseRecord,
     EvalConfig,

@@ -48,7 +48,7 @@ from toolshim.dialects import get_dialect
 from toolshim.engine import Engine
 from toolshim.engine.options import parse_mode, parse_strategy
 from toolshim.errors import ConfigError, ToolshimError
-from toolshim.evaluation.bfcl import Decoder
+from toolshim.evaluation.bfcl_score import Decoder
 from toolshim.types import ChatRequest, Completion, StreamChunk
 from toolshim.upstreams.base import Upstream, WrappedUpstream
 from toolshim.upstreams.chat_completions import complete_chat_body

@@ -135,12 +135,15 @@ class NextStep:
 
 @dataclass(frozen=True)
 class AnswerWithoutTools:
-    """Ask for the answer without tool instructions (no call may be returned as it).
-    ``empty``: the reply was empty; the path first opens the call it may have skipped
-    (:func:`~toolshim.engine.next_step.skipped_call`), which warns either way."""
+    """Ask for the answer without tool instructions (no call may be returned as it, except
+    as ``take_calls`` says). ``empty``: the reply was empty; the path first opens the call it
+    may have skipped (:func:`~toolshim.engine.next_step.skipped_call`), which warns either way."""
 
     warning: str | None = None
     empty: bool = False
+    take_calls: bool = False
+    """The re-asks for unusable calls are spent: a call the model still writes, asked without
+    tools, is taken when it passes the checks (:func:`~toolshim.engine.emulate.taken_calls`)."""
 
 
 @dataclass(frozen=True)
@@ -320,7 +323,8 @@ class TurnDriver:
                 + summary,
             )
         return AnswerWithoutTools(
-            f"no valid tool call after {self.reasks} re-ask(s), answered without tools: {summary}"
+            f"no valid tool call after {self.reasks} re-ask(s), answered without tools: {summary}",
+            take_calls=True,
         )
 
     def _unsent(self, attempt: Attempt) -> str:

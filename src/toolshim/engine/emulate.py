@@ -218,6 +218,29 @@ def whole_attempt(turn: Turn, completion: Completion, *, opening: bool = False) 
     )
 
 
+TAKEN_WARNING = (
+    "asked for its answer without tools after the re-asks, the model wrote a call that passes "
+    "the checks; returned as that call"
+)
+
+
+def taken_calls(turn: Turn) -> tuple[ParsedCall, ...]:
+    """The calls the model wrote when its answer was asked for without tools after the re-asks
+    for unusable calls were spent (:attr:`.driver.AnswerWithoutTools.take_calls`), when they
+    pass every check; empty otherwise. The 1.5B, asked in BFCL's ``multi_turn_base_17`` to
+    "cd into project folder", wrote ``[cd(project); find(kelly's test report)]`` three times;
+    asked for its answer, it wrote ``[cd(project)]``, which was returned to the caller as the
+    answer's text."""
+    wanted, turn.wanted = turn.wanted, ()
+    if not wanted:
+        return ()
+    verdict = check(turn, wanted)
+    if verdict.problems or not verdict.calls:
+        return ()
+    turn.warn(TAKEN_WARNING)
+    return verdict.calls
+
+
 def well_formed(calls: Sequence[ParsedCall]) -> bool:
     """Whether a reply made calls and each was read whole (:attr:`.driver.Attempt.formed`)."""
     return bool(calls) and all(call.problem is None for call in calls)
@@ -295,15 +318,20 @@ async def emulate(turn: Turn) -> Completion:
                 return _with_choice(completion, 0, _answer(completion.message, text), finish)
             case steps.CutOff(text=text):
                 return _with_choice(completion, 0, _answer(completion.message, text), "length")
-            case steps.AnswerWithoutTools(empty=empty):
+            case steps.AnswerWithoutTools(empty=empty, take_calls=take):
                 step = await step_before_giving_up(
                     turn, driver.messages, partial(emulation_request, turn), attempt.prose, empty
                 )
                 if step is not None:
                     return _with_choice(completion, 0, tool_call_message([step]), "tool_calls")
-                return await answer_without_calls(
-                    turn, partial(emulation_request, turn, instructions=False)
-                )
+                body = partial(emulation_request, turn, instructions=False)
+                if take:
+                    answered = await first_answer(turn, body)
+                    if answered is not None:
+                        return answered
+                    if taken := taken_calls(turn):
+                        return _with_choice(completion, 0, tool_call_message(taken), "tool_calls")
+                return await answer_without_calls(turn, body)
             case steps.GiveUp(error=error):
                 raise error
             case step:

@@ -173,6 +173,7 @@ async def _without_calls(turn: Turn, body: Body, *, first: bool) -> Completion |
                 choices[position] = replace(choice, message=message)
             elif position == 0:
                 if first and not extra and new_step(turn, parsed.calls):
+                    turn.wanted = tuple(parsed.calls)
                     return None
                 answer = repeated_results(turn, parsed.calls)
                 only_call = answer is None
@@ -257,6 +258,7 @@ async def stream_without_calls(
                 turn.warn(stripped_warning(turn))
                 rest = gate.flush(gate.after_call).rstrip()
             elif first and not extra and new_step(turn, reply.calls):
+                turn.wanted = tuple(reply.calls)
                 return
             elif (answer := repeated_results(turn, reply.calls)) is not None:
                 turn.warn(RESULTS_WARNING)

@@ -24,6 +24,7 @@ import toolshim.engine.confidence as confidence
 import toolshim.engine.driver as steps
 import toolshim.engine.relay as relay
 from toolshim.accumulate import ChoiceAccumulator
+from toolshim.dialects.calls import ParsedCall
 from toolshim.engine.answer_first import STEP_WARNING as ANSWER_FIRST_STEP_WARNING
 from toolshim.engine.answer_first import WARNING as ANSWER_FIRST_WARNING
 from toolshim.engine.answer_first import answers_first, nothing_more_asked
@@ -32,6 +33,7 @@ from toolshim.engine.emulate import (
     emulation_request,
     finished_calls,
     refuse_several_choices,
+    taken_calls,
     well_formed,
     whole_attempt,
 )
@@ -278,12 +280,21 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 if text := gate.flush(text):
                     yield StreamChunk(content=text)
                 yield StreamChunk(finish_reason="length")
-            case steps.AnswerWithoutTools(empty=empty):
+            case steps.AnswerWithoutTools(empty=empty, take_calls=take):
                 step = await step_before_giving_up(
                     turn, driver.messages, partial(emulation_request, turn), attempt.prose, empty
                 )
-                if step is not None:
-                    for chunk in call_chunks([step]):
+                taken: tuple[ParsedCall, ...] = ()
+                if step is None and take:
+                    answered = False
+                    async for chunk in _answer_without_tools(turn, first=True):
+                        answered = True
+                        yield chunk
+                    if answered:
+                        return
+                    taken = taken_calls(turn)
+                if step is not None or taken:
+                    for chunk in call_chunks([step] if step is not None else taken):
                         yield chunk
                     yield StreamChunk(finish_reason="tool_calls")
                 else:

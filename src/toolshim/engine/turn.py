@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from toolshim.dialects.base import Dialect, PromptOptions
+from toolshim.dialects.calls import ParsedCall
 from toolshim.engine.focus import COMPACT_OVER, schema_size
 from toolshim.errors import ToolshimError
 from toolshim.types import (
@@ -111,6 +112,10 @@ class Turn:
     """Set when the model repeated an answered call after that re-ask, or made up another
     call after being told its values were nobody's: the answer is asked for without tools
     (``auto`` only)."""
+    wanted: tuple[ParsedCall, ...] = ()
+    """The calls of a reply asked for without tools that was nothing but a step not taken yet
+    (:func:`~toolshim.engine.nocalls.first_answer`): the tools are offered for it, or, after
+    the re-asks for unusable calls are spent, the calls are taken when they pass the checks."""
     planned: tuple[str, ...] = ()
     """Steps the model planned earlier in this request's conversation and toolshim held back,
     not taken yet (:mod:`toolshim.engine.plans`): an answer is opened as the first one's call."""

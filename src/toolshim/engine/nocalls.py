@@ -5,8 +5,10 @@ a ``decision`` of "no tools", spent re-asks), a reply whose text holds a call to
 tool (or a bare "no tool", ``{"tool_calls": []}``) is not the answer: its prose is returned
 without the call; a reply that is nothing but the call is re-asked once (within
 ``max_reasks``) with a note that tools are not available; if the model writes the call again,
-its text is returned as it is, with a warning. Streamed and whole replies agree: the
-incremental parser holds back only text that may be a call. (A native reply under
+its text is returned as it is, with a warning. (After the re-asks for unusable calls are
+spent under ``auto``, a reply that is nothing but a new call is first checked as a call and
+taken when it passes: :func:`~toolshim.engine.emulate.taken_calls`.) Streamed and whole
+replies agree: the incremental parser holds back only text that may be a call. (A native reply under
 ``tool_choice: "none"`` gets the same treatment in :mod:`.native` and :mod:`.relay`: prose
 kept, a reply that is only a call emulated.) ``off`` mode never gets here.
 """

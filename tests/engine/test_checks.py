@@ -57,7 +57,6 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "schema",
         "placeholders",
         "number_content",
-        "named_ids",
     ]
 
 

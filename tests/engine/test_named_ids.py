@@ -14,7 +14,6 @@ from tests.engine.test_audit_gaps import serve
 from toolshim.dialects.interpret import ParsedCall
 from toolshim.engine import Engine
 from toolshim.engine.checks.named_ids import named_ids
-from toolshim.engine.more_calls import valid_call
 from toolshim.testing import FakeUpstream
 
 
@@ -130,14 +129,3 @@ async def test_left_alone(reply: str, body: dict[str, Any]) -> None:
     assert not any("looks the id up" in w or "held back" in w for w in warnings)
     if "dave" not in reply:
         assert upstream.calls == 1
-
-
-def test_a_step_opened_alone_with_a_name_for_its_id_is_dropped_until_re_asked() -> None:
-    # A step toolshim opens is judged alone (valid_call): the 0.5B, handed its request's
-    # second step, wrote list_orders(user_id="bob") before any lookup.
-    engine = Engine(FakeUpstream([]), mode="force", dialect="pythonic", registry=":memory:")
-    turn = engine.turn(request("List the orders of user bob: his user id, then his orders."))
-    call = ParsedCall("list_orders", {"user_id": "bob"}, '{"user_id": "bob"}')
-    assert valid_call(turn, call) is None
-    turn.reasked["named_ids"] = frozenset()  # the reply was re-asked for it once already
-    assert valid_call(turn, call) == call

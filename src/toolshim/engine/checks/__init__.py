@@ -17,7 +17,7 @@ checks run in this order, each on the calls the ones before it left::
     number_content          C a file asked to hold a number, written with more (mended or re-asked)
     example_copies            the prompt's own example call (re-asks)
     answered_repeats          a call whose result is in (re-asks once; then answer now)
-    named_ids               C an id given a name: held back for its lookup, or re-asks once
+    named_ids                 an id given a name: held back for its lookup, or re-asks once
     made_up                   values nobody gave (held back, or re-asks once)
     unused_numbers            numbers the user gave that no call uses (re-asks once)
     local_names               a path where the tool's doc takes a name: into its folder first

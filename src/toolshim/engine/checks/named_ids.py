@@ -20,9 +20,6 @@ given a name (letters, spaces and ``'-.``, no digit) that the conversation gave:
   reply is re-asked once, naming that tool. Written again, the call goes out: some APIs take
   a name as the id.
 
-A step toolshim opens or a reply is continued for (judged alone, :mod:`.base`) with such an
-id is dropped until the reply was re-asked for it: the 0.5B, its request's second step opened
-as a call ("look up his user id, then his orders"), wrote ``list_orders(user_id="bob")``.
 Only under ``tool_choice: "auto"`` (a forced call is wanted as written), and not for a
 coding agent's step.
 """
@@ -95,14 +92,14 @@ def _said(turn: Turn, name: str) -> bool:
 
 def _run(reply: CheckedReply) -> Outcome:
     turn = reply.turn
-    if turn.request.choice.kind != "auto" or turn.one_step:
+    if turn.request.choice.kind != "auto" or turn.one_step or reply.continued:
         return PASS
     held: list[int] = []
     notes: list[str] = []
     problems: list[str] = []
     for index, call in enumerate(reply.calls):
         for parameter, stem, name in named_ids(call):
-            if not reply.continued and _passed_as_name(name, reply.calls, call):
+            if _passed_as_name(name, reply.calls, call):
                 held.append(index)
                 notes.append(
                     f"held back {call.name}({parameter}={name!r}): {parameter!r} takes an id "
@@ -128,4 +125,4 @@ def _run(reply: CheckedReply) -> Outcome:
     return Revise(kept, reply.finish, tuple(notes))
 
 
-CHECK = Check(NAME, _run, continued=True)
+CHECK = Check(NAME, _run)

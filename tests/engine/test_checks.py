@@ -45,7 +45,6 @@ def test_the_checks_run_in_the_order_of_the_chain_they_replaced() -> None:
         "number_content",
         "example_copies",
         "answered_repeats",
-        "named_ids",
         "made_up",
         "unused_numbers",
         "local_names",

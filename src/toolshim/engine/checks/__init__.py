@@ -17,7 +17,6 @@ checks run in this order, each on the calls the ones before it left::
     number_content          C a file asked to hold a number, written with more (mended or re-asked)
     example_copies            the prompt's own example call (re-asks)
     answered_repeats          a call whose result is in (re-asks once; then answer now)
-    named_ids                 an id given a name: held back for its lookup, or re-asks once
     made_up                   values nobody gave (held back, or re-asks once)
     unused_numbers            numbers the user gave that no call uses (re-asks once)
     local_names               a path where the tool's doc takes a name: into its folder first
@@ -50,7 +49,6 @@ from toolshim.engine.checks import (
     first_step,
     local_names,
     made_up,
-    named_ids,
     number_content,
     ordered_steps,
     paths,
@@ -82,7 +80,6 @@ CHECKS: tuple[Check, ...] = (
     number_content.CHECK,
     example_copies.CHECK,
     answered_repeats.CHECK,
-    named_ids.CHECK,
     made_up.CHECK,
     unused_numbers.CHECK,
     local_names.CHECK,

@@ -1,6 +1,6 @@
 """Hypothesis strategies for arbitrary, odd and hostile JSON Schemas (and values to check).
 
-Shared by the bounded fuzz tests and the long run in ``benchmarks/fuzz_schemas.py``.
+Shared by the bounded fuzz tests and the long run in ``benchmarks/bench_schema_safety.py``.
 """
 
 from __future__ import annotations

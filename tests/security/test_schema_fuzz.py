@@ -1,7 +1,8 @@
 """Arbitrary JSON Schemas through tool validation and through the proxy: a 400 naming what is
 wrong, or a checked call; never another exception, never a 500, never a fetch or a hang.
 
-Bounded for CI (``max_examples``); the long run is ``python benchmarks/fuzz_schemas.py``.
+Bounded for CI (``max_examples``); the long run is
+``python benchmarks/bench_schema_safety.py --examples N``.
 """
 
 from __future__ import annotations

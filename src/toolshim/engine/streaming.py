@@ -284,17 +284,17 @@ async def _emulated(turn: Turn) -> AsyncIterator[StreamChunk]:
                 step = await step_before_giving_up(
                     turn, driver.messages, partial(emulation_request, turn), attempt.prose, empty
                 )
-                taken: tuple[ParsedCall, ...] = ()
-                if step is None and take:
+                calls: tuple[ParsedCall, ...] = () if step is None else (step,)
+                if not calls and take:
                     answered = False
                     async for chunk in _answer_without_tools(turn, first=True):
                         answered = True
                         yield chunk
                     if answered:
                         return
-                    taken = taken_calls(turn)
-                if step is not None or taken:
-                    for chunk in call_chunks([step] if step is not None else taken):
+                    calls = taken_calls(turn)
+                if calls:
+                    for chunk in call_chunks(calls):
                         yield chunk
                     yield StreamChunk(finish_reason="tool_calls")
                 else:
